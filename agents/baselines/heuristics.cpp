@@ -1,0 +1,100 @@
+#include "agents/baselines/heuristics.hpp"
+
+#include "core/error.hpp"
+
+namespace marlsched {
+
+namespace {
+
+enum class Kind { kRandom, kRoundRobin, kLocal, kLeastLoaded, kLowestCarbon, kLowestPrice };
+
+class Heuristic final : public Policy {
+ public:
+  Heuristic(std::string name, Kind kind, const EnvSpec& spec, std::uint64_t seed)
+      : name_(std::move(name)),
+        kind_(kind),
+        rng_(seed),
+        free_(spec.obs_index("free_gpu_frac")),
+        carbon_(spec.obs_index("carbon")),
+        price_(spec.obs_index("price")) {}
+
+  std::string name() const override { return name_; }
+
+  void act(const PolicyInput& in, std::vector<int>& actions) override {
+    const int n = in.num_agents;
+    MARLSCHED_CHECK(in.spec->num_actions() == 2 * n,
+                    "heuristics expect the geodc action layout (2 x agents actions)");
+    actions.resize(static_cast<std::size_t>(in.copies * in.local_agents));
+    for (int c = 0; c < in.copies; ++c) {
+      const GlobalObs& g = in.global[static_cast<std::size_t>(c)];
+      for (int k = 0; k < in.local_agents; ++k) {
+        const int self = in.first_agent + k;
+        int a = self;
+        switch (kind_) {
+          case Kind::kRandom:
+            a = static_cast<int>(rng_.below(static_cast<std::uint64_t>(2 * n)));
+            break;
+          case Kind::kRoundRobin: {
+            const int target = (in.episode_step[static_cast<std::size_t>(c)] + self) % n;
+            a = target == self ? self : n + target;
+            break;
+          }
+          case Kind::kLocal:
+            a = self;
+            break;
+          case Kind::kLeastLoaded: {
+            int best = self;
+            float most = -1.f;
+            for (int j = 0; j < n; ++j)
+              if (j != self && g.row(j)[free_] > most) {
+                most = g.row(j)[free_];
+                best = j;
+              }
+            a = best;  // run what fits here, overflow to the least-loaded other site
+            break;
+          }
+          case Kind::kLowestCarbon:
+          case Kind::kLowestPrice: {
+            const int f = kind_ == Kind::kLowestCarbon ? carbon_ : price_;
+            int best = self;
+            for (int j = 0; j < n; ++j)
+              if (g.row(j)[f] < g.row(best)[f]) best = j;
+            a = best == self ? self : n + best;
+            break;
+          }
+        }
+        actions[static_cast<std::size_t>(c * in.local_agents + k)] = a;
+      }
+    }
+  }
+
+ private:
+  std::string name_;
+  Kind kind_;
+  Rng rng_;
+  int free_, carbon_, price_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& heuristic_names() {
+  static const std::vector<std::string> names = {"random",       "round-robin",   "local-only",
+                                                 "least-loaded", "lowest-carbon", "lowest-price"};
+  return names;
+}
+
+std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
+                                       std::uint64_t seed, int rank) {
+  static const Kind kinds[] = {Kind::kRandom,       Kind::kRoundRobin,   Kind::kLocal,
+                               Kind::kLeastLoaded, Kind::kLowestCarbon, Kind::kLowestPrice};
+  const auto& names = heuristic_names();
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name)
+      return std::make_unique<Heuristic>(name, kinds[i], spec,
+                                         derive_seed(seed, {0xBA5E, static_cast<std::uint64_t>(rank)}));
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  MARLSCHED_THROW(ConfigError, "unknown baseline '" << name << "' (known: " << known << ")");
+}
+
+}  // namespace marlsched

@@ -1,0 +1,28 @@
+#pragma once
+/// \file heuristics.hpp
+/// Heuristic baselines for the geodc action layout (2N actions: k = run what fits, overflow to
+/// site k; N + k = defer, send waiting jobs to site k). They read the public observation fields
+/// (free_gpu_frac, carbon, price) of every site, as Green-DCC's rule-based strategies do.
+///   random        uniform over all actions
+///   round-robin   send waiting jobs to site (t + i) mod N in turn (own turn: run locally)
+///   local-only    run what fits locally, never forward
+///   least-loaded  run what fits locally, overflow to the site with most free GPUs
+///   lowest-carbon send waiting jobs to the site with the lowest carbon intensity now
+///   lowest-price  send waiting jobs to the site with the lowest electricity price now
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agents/policy.hpp"
+#include "core/rng.hpp"
+
+namespace marlsched {
+
+/// Names of the heuristic baselines, in table order.
+const std::vector<std::string>& heuristic_names();
+/// Makes a heuristic; throws ConfigError for an unknown name. `seed` drives `random`.
+std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
+                                       std::uint64_t seed, int rank);
+
+}  // namespace marlsched

@@ -1,0 +1,534 @@
+#include "agents/mappo/mappo.hpp"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "dist/grad.hpp"
+#include "rollout/gae.hpp"
+
+namespace marlsched {
+
+void set_torch_threads(int n) {
+  torch::set_num_threads(n);
+  torch::set_num_interop_threads(1);
+}
+
+void MappoConfig::bind(OptionBinder& b) {
+  b.group("Agent: MAPPO");
+  b.add("lr-actor", lr_actor, "actor learning rate (Adam)");
+  b.add("lr-critic", lr_critic, "critic learning rate (Adam)");
+  b.add("gamma", gamma, "discount factor");
+  b.add("gae-lambda", gae_lambda, "GAE λ");
+  b.add("clip", clip, "PPO clipping ε");
+  b.add("epochs", epochs, "PPO epochs per update");
+  b.add("minibatches", minibatches, "minibatches per epoch (per rank)");
+  b.add("entropy-coef", entropy_coef, "entropy bonus coefficient");
+  b.add("value-coef", value_coef, "value loss coefficient");
+  b.add("huber-delta", huber_delta, "Huber loss δ for the value loss");
+  b.add("max-grad-norm", max_grad_norm, "global gradient norm clip (actor and critic separately)");
+  b.add("actor-hidden", actor_hidden, "actor hidden layer sizes");
+  b.add("critic-hidden", critic_hidden, "critic hidden layer sizes");
+  b.add("share-actor", share_actor, "one actor shared by all agents (with agent-id input)");
+  b.add("value-norm", value_norm, "normalise value targets with running moments");
+  b.add("team-reward", team_reward, "β in reward = (1-β)·own + β·mean over agents");
+  b.add("rollout-steps", rollout_steps, "environment steps per update");
+}
+
+void MappoConfig::validate() const {
+  auto positive = [](double v, const char* flag) {
+    MARLSCHED_REQUIRE(v > 0 && std::isfinite(v), "--" << flag << " must be positive, got " << v);
+  };
+  positive(lr_actor, "lr-actor");
+  positive(lr_critic, "lr-critic");
+  MARLSCHED_REQUIRE(gamma > 0 && gamma <= 1, "--gamma must be in (0, 1], got " << gamma);
+  MARLSCHED_REQUIRE(gae_lambda >= 0 && gae_lambda <= 1, "--gae-lambda must be in [0, 1]");
+  positive(clip, "clip");
+  MARLSCHED_REQUIRE(epochs >= 1, "--epochs must be >= 1, got " << epochs);
+  MARLSCHED_REQUIRE(minibatches >= 1, "--minibatches must be >= 1, got " << minibatches);
+  MARLSCHED_REQUIRE(entropy_coef >= 0 && std::isfinite(entropy_coef), "--entropy-coef must be >= 0");
+  positive(value_coef, "value-coef");
+  positive(huber_delta, "huber-delta");
+  positive(max_grad_norm, "max-grad-norm");
+  MARLSCHED_REQUIRE(!actor_hidden.empty() && !critic_hidden.empty(),
+                    "--actor-hidden and --critic-hidden need at least one layer");
+  for (int h : actor_hidden) MARLSCHED_REQUIRE(h > 0, "--actor-hidden sizes must be positive");
+  for (int h : critic_hidden) MARLSCHED_REQUIRE(h > 0, "--critic-hidden sizes must be positive");
+  MARLSCHED_REQUIRE(team_reward >= 0 && team_reward <= 1, "--team-reward must be in [0, 1]");
+  MARLSCHED_REQUIRE(rollout_steps >= 1, "--rollout-steps must be >= 1");
+}
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct MlpImpl : torch::nn::Module {
+  MlpImpl(int in, const std::vector<int>& hidden, int out, double head_gain) {
+    int prev = in;
+    for (std::size_t i = 0; i < hidden.size(); ++i) {
+      layers.push_back(register_module("fc" + std::to_string(i), torch::nn::Linear(prev, hidden[i])));
+      prev = hidden[i];
+    }
+    head = register_module("head", torch::nn::Linear(prev, out));
+    torch::NoGradGuard g;
+    for (auto& l : layers) {
+      torch::nn::init::orthogonal_(l->weight, std::sqrt(2.0));
+      l->bias.zero_();
+    }
+    torch::nn::init::orthogonal_(head->weight, head_gain);
+    head->bias.zero_();
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    for (auto& l : layers) x = torch::tanh(l->forward(x));
+    return head->forward(x);
+  }
+  std::vector<torch::nn::Linear> layers;
+  torch::nn::Linear head{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+std::vector<torch::Tensor> params_of(const std::vector<Mlp>& ms) {
+  std::vector<torch::Tensor> p;
+  for (const auto& m : ms)
+    for (auto& t : m->parameters()) p.push_back(t);
+  return p;
+}
+
+}  // namespace
+
+struct Mappo::Impl {
+  MappoConfig cfg;
+  EnvSpec spec;
+  const dist::Comm& comm;
+  int n, first, k, e, d, pub, na, ain, cin;
+  std::vector<Mlp> actors;
+  Mlp critic{nullptr};
+  std::unique_ptr<torch::optim::Adam> actor_opt, critic_opt;
+  RunningMoments vnorm;
+  Rng sample_rng, shuffle_rng;
+  bool training = true, deterministic = false;
+
+  // Rollout storage, one entry per step (each with E*K rows).
+  std::vector<float> x, c;  // actor / critic inputs
+  std::vector<std::int64_t> act;
+  std::vector<float> logp, value, reward, trunc_value;
+  std::vector<std::uint8_t> done;  // [step][copy]
+  int steps = 0;
+  // Last act() inputs (so that record() can pair them).
+  std::vector<float> last_x, last_c, last_logp, last_value;
+  std::vector<std::int64_t> last_act;
+
+  Impl(const MappoConfig& cf, const EnvSpec& sp, const dist::Comm& cm, int num_agents,
+       int first_agent, int local_agents, int copies, std::uint64_t seed)
+      : cfg(cf),
+        spec(sp),
+        comm(cm),
+        n(num_agents),
+        first(first_agent),
+        k(local_agents),
+        e(copies),
+        d(sp.obs_dim()),
+        pub(sp.num_public),
+        na(sp.num_actions()),
+        ain(d + pub * num_agents + num_agents),
+        cin(d * num_agents + num_agents),
+        sample_rng(derive_seed(seed, {0xAC7, static_cast<std::uint64_t>(cm.rank())})),
+        shuffle_rng(derive_seed(seed, {0x5F1, static_cast<std::uint64_t>(cm.rank())})) {
+    // Same torch seed on every rank: shared networks start identical (and are broadcast anyway).
+    torch::manual_seed(derive_seed(seed, {0x1417}) & 0x7FFFFFFFFFFFULL);
+    const int n_actors = cfg.share_actor ? 1 : k;
+    for (int i = 0; i < n_actors; ++i) {
+      if (!cfg.share_actor)  // distinct initialisation per agent
+        torch::manual_seed(derive_seed(seed, {0xAC70, static_cast<std::uint64_t>(first + i)}) &
+                           0x7FFFFFFFFFFFULL);
+      actors.emplace_back(ain, cfg.actor_hidden, na, 0.01);
+    }
+    torch::manual_seed(derive_seed(seed, {0xC217}) & 0x7FFFFFFFFFFFULL);
+    critic = Mlp(cin, cfg.critic_hidden, 1, 1.0);
+    dist::broadcast_parameters(shared_params(), comm);
+    actor_opt = std::make_unique<torch::optim::Adam>(
+        params_of(actors), torch::optim::AdamOptions(cfg.lr_actor).eps(1e-5));
+    critic_opt = std::make_unique<torch::optim::Adam>(
+        critic->parameters(), torch::optim::AdamOptions(cfg.lr_critic).eps(1e-5));
+  }
+
+  std::vector<torch::Tensor> shared_params() const {
+    std::vector<torch::Tensor> p = critic->parameters();
+    if (cfg.share_actor)
+      for (auto& t : actors[0]->parameters()) p.push_back(t);
+    return p;
+  }
+
+  /// Fills actor and critic inputs for local agent kk of one copy.
+  void build_inputs(const GlobalObs& g, int kk, float* xa, float* xc) const {
+    const int self = first + kk;
+    const float* own = g.row(self);
+    std::copy(own, own + d, xa);
+    for (int j = 0; j < n; ++j) std::copy(g.row(j), g.row(j) + pub, xa + d + j * pub);
+    std::fill(xa + d + pub * n, xa + ain, 0.f);
+    xa[d + pub * n + self] = 1.f;
+    std::copy(g.data, g.data + static_cast<std::ptrdiff_t>(n) * d, xc);
+    std::fill(xc + n * d, xc + cin, 0.f);
+    xc[n * d + self] = 1.f;
+  }
+
+  /// Logits for rows of X whose local agent index is `agent_idx` (non-shared actors).
+  torch::Tensor logits(const torch::Tensor& X, const torch::Tensor& agent_idx) const {
+    if (cfg.share_actor) return actors[0].ptr()->forward(X);
+    auto out = torch::zeros({X.size(0), na});
+    for (int i = 0; i < k; ++i) {
+      auto mask = agent_idx.eq(i).nonzero().squeeze(1);
+      if (mask.numel() == 0) continue;
+      out = out.index_copy(0, mask, actors[static_cast<std::size_t>(i)].ptr()->forward(X.index_select(0, mask)));
+    }
+    return out;
+  }
+
+  float denorm(float v) const {
+    return cfg.value_norm ? static_cast<float>(v * vnorm.std() + vnorm.mean) : v;
+  }
+
+  /// Critic values (denormalised) for the rows of a critic-input buffer.
+  std::vector<float> values(std::vector<float>& xc, int rows) const {
+    torch::NoGradGuard g;
+    auto t = torch::from_blob(xc.data(), {rows, cin}, torch::kFloat32);
+    auto v = critic.ptr()->forward(t).squeeze(1).contiguous();
+    std::vector<float> out(static_cast<std::size_t>(rows));
+    for (int i = 0; i < rows; ++i) out[static_cast<std::size_t>(i)] = denorm(v.data_ptr<float>()[i]);
+    return out;
+  }
+
+  torch::Tensor local_agent_index(int rows) const {
+    auto idx = torch::empty({rows}, torch::kInt64);
+    auto* p = idx.data_ptr<std::int64_t>();
+    for (int i = 0; i < rows; ++i) p[i] = i % k;  // rows are [.. copy][k]
+    return idx;
+  }
+};
+
+Mappo::Mappo(const MappoConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
+             int first_agent, int local_agents, int copies, std::uint64_t seed)
+    : impl_(std::make_unique<Impl>(cfg, spec, comm, num_agents, first_agent, local_agents, copies,
+                                   seed)) {}
+
+Mappo::~Mappo() = default;
+
+void Mappo::set_training(bool t) { impl_->training = t; }
+void Mappo::set_deterministic(bool d) { impl_->deterministic = d; }
+int Mappo::recorded_steps() const { return impl_->steps; }
+
+void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
+  auto& m = *impl_;
+  const int rows = in.copies * in.local_agents;
+  MARLSCHED_CHECK(in.copies == m.e && in.local_agents == m.k && in.num_agents == m.n,
+                  "MAPPO was built for a different layout");
+  m.last_x.assign(static_cast<std::size_t>(rows * m.ain), 0.f);
+  m.last_c.assign(static_cast<std::size_t>(rows * m.cin), 0.f);
+  for (int c = 0; c < in.copies; ++c)
+    for (int kk = 0; kk < m.k; ++kk) {
+      const int r = c * m.k + kk;
+      m.build_inputs(in.global[static_cast<std::size_t>(c)], kk,
+                     m.last_x.data() + static_cast<std::ptrdiff_t>(r) * m.ain,
+                     m.last_c.data() + static_cast<std::ptrdiff_t>(r) * m.cin);
+    }
+  torch::NoGradGuard g;
+  auto X = torch::from_blob(m.last_x.data(), {rows, m.ain}, torch::kFloat32);
+  auto logp_all = torch::log_softmax(m.logits(X, m.local_agent_index(rows)), 1).contiguous();
+  const float* lp = logp_all.data_ptr<float>();
+  actions.resize(static_cast<std::size_t>(rows));
+  m.last_act.resize(static_cast<std::size_t>(rows));
+  m.last_logp.resize(static_cast<std::size_t>(rows));
+  for (int r = 0; r < rows; ++r) {
+    const float* row = lp + static_cast<std::ptrdiff_t>(r) * m.na;
+    int a = 0;
+    if (m.deterministic && !m.training) {
+      for (int j = 1; j < m.na; ++j)
+        if (row[j] > row[a]) a = j;
+    } else {
+      double u = m.sample_rng.uniform(), acc = 0;
+      a = m.na - 1;
+      for (int j = 0; j < m.na; ++j) {
+        acc += std::exp(static_cast<double>(row[j]));
+        if (u < acc) {
+          a = j;
+          break;
+        }
+      }
+    }
+    actions[static_cast<std::size_t>(r)] = a;
+    m.last_act[static_cast<std::size_t>(r)] = a;
+    m.last_logp[static_cast<std::size_t>(r)] = row[a];
+  }
+  if (m.training) m.last_value = m.values(m.last_c, rows);
+}
+
+void Mappo::record(const StepFeedback& fb) {
+  auto& m = *impl_;
+  MARLSCHED_CHECK(m.training, "record() outside training mode");
+  const int rows = m.e * m.k;
+  MARLSCHED_CHECK(static_cast<int>(fb.reward.size()) == rows, "feedback has wrong size");
+  m.x.insert(m.x.end(), m.last_x.begin(), m.last_x.end());
+  m.c.insert(m.c.end(), m.last_c.begin(), m.last_c.end());
+  m.act.insert(m.act.end(), m.last_act.begin(), m.last_act.end());
+  m.logp.insert(m.logp.end(), m.last_logp.begin(), m.last_logp.end());
+  m.value.insert(m.value.end(), m.last_value.begin(), m.last_value.end());
+  m.reward.insert(m.reward.end(), fb.reward.begin(), fb.reward.end());
+  std::vector<float> tv(static_cast<std::size_t>(rows), 0.f);
+  bool any_trunc = false;
+  for (int c = 0; c < m.e; ++c) {
+    m.done.push_back(fb.done[static_cast<std::size_t>(c)] ? 1 : 0);
+    any_trunc = any_trunc || (fb.done[static_cast<std::size_t>(c)] && fb.truncated[static_cast<std::size_t>(c)]);
+  }
+  if (any_trunc) {
+    std::vector<float> xa(static_cast<std::size_t>(m.ain)), xc(static_cast<std::size_t>(rows * m.cin));
+    for (int c = 0; c < m.e; ++c)
+      for (int kk = 0; kk < m.k; ++kk)
+        m.build_inputs(fb.terminal[static_cast<std::size_t>(c)], kk, xa.data(),
+                       xc.data() + static_cast<std::ptrdiff_t>(c * m.k + kk) * m.cin);
+    const auto v = m.values(xc, rows);
+    for (int c = 0; c < m.e; ++c)
+      if (fb.done[static_cast<std::size_t>(c)] && fb.truncated[static_cast<std::size_t>(c)])
+        for (int kk = 0; kk < m.k; ++kk)
+          tv[static_cast<std::size_t>(c * m.k + kk)] = v[static_cast<std::size_t>(c * m.k + kk)];
+  }
+  m.trunc_value.insert(m.trunc_value.end(), tv.begin(), tv.end());
+  m.steps += 1;
+}
+
+UpdateStats Mappo::update(const PolicyInput& last) {
+  auto& m = *impl_;
+  UpdateStats st;
+  const int rows = m.e * m.k, T = m.steps;
+  MARLSCHED_CHECK(T > 0, "update() with an empty rollout");
+  const int M = rows * T;
+  // Bootstrap values of the state after the last step.
+  std::vector<float> xa(static_cast<std::size_t>(m.ain)), xc(static_cast<std::size_t>(rows * m.cin));
+  for (int c = 0; c < m.e; ++c)
+    for (int kk = 0; kk < m.k; ++kk)
+      m.build_inputs(last.global[static_cast<std::size_t>(c)], kk, xa.data(),
+                     xc.data() + static_cast<std::ptrdiff_t>(c * m.k + kk) * m.cin);
+  const auto boot = m.values(xc, rows);
+
+  // GAE per (copy, agent) sequence.
+  std::vector<float> adv(static_cast<std::size_t>(M)), ret(static_cast<std::size_t>(M));
+  {
+    std::vector<float> r(static_cast<std::size_t>(T)), v(r), nv(r), a, rt;
+    std::vector<std::uint8_t> end(static_cast<std::size_t>(T));
+    for (int row = 0; row < rows; ++row) {
+      const int c = row / m.k;
+      for (int t = 0; t < T; ++t) {
+        const std::size_t i = static_cast<std::size_t>(t * rows + row);
+        r[static_cast<std::size_t>(t)] = m.reward[i];
+        v[static_cast<std::size_t>(t)] = m.value[i];
+        const bool dn = m.done[static_cast<std::size_t>(t * m.e + c)] != 0;
+        end[static_cast<std::size_t>(t)] = dn ? 1 : 0;
+        if (dn)
+          nv[static_cast<std::size_t>(t)] = m.trunc_value[i];  // 0 at a termination
+        else
+          nv[static_cast<std::size_t>(t)] =
+              t + 1 < T ? m.value[static_cast<std::size_t>((t + 1) * rows + row)]
+                        : boot[static_cast<std::size_t>(row)];
+      }
+      compute_gae(r, v, nv, end, static_cast<float>(m.cfg.gamma), static_cast<float>(m.cfg.gae_lambda),
+                  a, rt);
+      for (int t = 0; t < T; ++t) {
+        adv[static_cast<std::size_t>(t * rows + row)] = a[static_cast<std::size_t>(t)];
+        ret[static_cast<std::size_t>(t * rows + row)] = rt[static_cast<std::size_t>(t)];
+      }
+    }
+  }
+  // Global moments of returns and advantages (identical on all ranks).
+  double mom[5] = {static_cast<double>(M), 0, 0, 0, 0};
+  for (int i = 0; i < M; ++i) {
+    mom[1] += ret[static_cast<std::size_t>(i)];
+    mom[2] += static_cast<double>(ret[static_cast<std::size_t>(i)]) * ret[static_cast<std::size_t>(i)];
+    mom[3] += adv[static_cast<std::size_t>(i)];
+    mom[4] += static_cast<double>(adv[static_cast<std::size_t>(i)]) * adv[static_cast<std::size_t>(i)];
+  }
+  m.comm.allreduce_sum(mom, 5);
+  if (m.cfg.value_norm) m.vnorm.update(mom[0], mom[1], mom[2]);
+  const double amean = mom[3] / mom[0];
+  const double astd = std::sqrt(std::max(1e-8, mom[4] / mom[0] - amean * amean));
+  std::vector<float> tgt(static_cast<std::size_t>(M));
+  for (int i = 0; i < M; ++i) {
+    adv[static_cast<std::size_t>(i)] = static_cast<float>((adv[static_cast<std::size_t>(i)] - amean) / (astd + 1e-8));
+    tgt[static_cast<std::size_t>(i)] =
+        m.cfg.value_norm
+            ? static_cast<float>((ret[static_cast<std::size_t>(i)] - m.vnorm.mean) / m.vnorm.std())
+            : ret[static_cast<std::size_t>(i)];
+  }
+
+  auto X = torch::from_blob(m.x.data(), {M, m.ain}, torch::kFloat32);
+  auto C = torch::from_blob(m.c.data(), {M, m.cin}, torch::kFloat32);
+  auto A = torch::from_blob(m.act.data(), {M}, torch::kInt64);
+  auto OLD = torch::from_blob(m.logp.data(), {M}, torch::kFloat32);
+  auto ADV = torch::from_blob(adv.data(), {M}, torch::kFloat32);
+  auto TGT = torch::from_blob(tgt.data(), {M}, torch::kFloat32);
+  auto AG = m.local_agent_index(M);  // row index within a step is copy*K + k
+
+  const auto shared = m.shared_params();
+  const auto actor_params = params_of(m.actors);
+  const auto critic_params = m.critic->parameters();
+  const int mb = std::max(1, M / m.cfg.minibatches);
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(M));
+  int updates = 0;
+  for (int ep = 0; ep < m.cfg.epochs; ++ep) {
+    for (int i = 0; i < M; ++i) perm[static_cast<std::size_t>(i)] = i;
+    for (int i = M - 1; i > 0; --i)
+      std::swap(perm[static_cast<std::size_t>(i)],
+                perm[m.shuffle_rng.below(static_cast<std::uint64_t>(i + 1))]);
+    for (int b = 0; b < m.cfg.minibatches; ++b) {
+      const double t0 = now();
+      auto idx = torch::from_blob(perm.data() + static_cast<std::ptrdiff_t>(b) * mb, {mb}, torch::kInt64);
+      auto logp_all = torch::log_softmax(m.logits(X.index_select(0, idx), AG.index_select(0, idx)), 1);
+      auto a = A.index_select(0, idx);
+      auto new_logp = logp_all.gather(1, a.unsqueeze(1)).squeeze(1);
+      auto entropy = -(logp_all.exp() * logp_all).sum(1).mean();
+      auto old = OLD.index_select(0, idx);
+      auto ratio = torch::exp(new_logp - old);
+      auto adv_b = ADV.index_select(0, idx);
+      auto surr = torch::min(ratio * adv_b, torch::clamp(ratio, 1.0 - m.cfg.clip, 1.0 + m.cfg.clip) * adv_b);
+      auto policy_loss = -surr.mean();
+      auto v = m.critic.ptr()->forward(C.index_select(0, idx)).squeeze(1);
+      auto value_loss = torch::nn::functional::huber_loss(
+          v, TGT.index_select(0, idx),
+          torch::nn::functional::HuberLossFuncOptions().delta(m.cfg.huber_delta));
+      auto loss = policy_loss - m.cfg.entropy_coef * entropy + m.cfg.value_coef * value_loss;
+      m.actor_opt->zero_grad();
+      m.critic_opt->zero_grad();
+      loss.backward();
+      const double t1 = now();
+      st.allreduce_floats = dist::average_gradients(shared, m.comm);
+      st.allreduce_calls += m.comm.size() > 1 ? 1 : 0;
+      const double t2 = now();
+      st.grad_norm_actor += torch::nn::utils::clip_grad_norm_(actor_params, m.cfg.max_grad_norm);
+      st.grad_norm_critic += torch::nn::utils::clip_grad_norm_(critic_params, m.cfg.max_grad_norm);
+      m.actor_opt->step();
+      m.critic_opt->step();
+      const double t3 = now();
+      st.time_forward_backward += (t1 - t0) + (t3 - t2);
+      st.time_allreduce += t2 - t1;
+      {
+        torch::NoGradGuard g;
+        st.policy_loss += policy_loss.item<double>();
+        st.value_loss += value_loss.item<double>();
+        st.entropy += entropy.item<double>();
+        st.approx_kl += (old - new_logp).mean().item<double>();
+        st.clip_frac += ((ratio - 1.0).abs() > m.cfg.clip).to(torch::kFloat32).mean().item<double>();
+      }
+      ++updates;
+    }
+  }
+  double s[7] = {st.policy_loss, st.value_loss, st.entropy, st.approx_kl,
+                 st.clip_frac,   st.grad_norm_actor, st.grad_norm_critic};
+  m.comm.allreduce_sum(s, 7);
+  const double div = static_cast<double>(updates) * m.comm.size();
+  st.policy_loss = s[0] / div;
+  st.value_loss = s[1] / div;
+  st.entropy = s[2] / div;
+  st.approx_kl = s[3] / div;
+  st.clip_frac = s[4] / div;
+  st.grad_norm_actor = s[5] / div;
+  st.grad_norm_critic = s[6] / div;
+  m.x.clear();
+  m.c.clear();
+  m.act.clear();
+  m.logp.clear();
+  m.value.clear();
+  m.reward.clear();
+  m.trunc_value.clear();
+  m.done.clear();
+  m.steps = 0;
+  return st;
+}
+
+void Mappo::save(const std::string& path) const {
+  const auto& m = *impl_;
+  torch::serialize::OutputArchive ar;
+  ar.write("meta", torch::tensor({static_cast<std::int64_t>(m.n), static_cast<std::int64_t>(m.k),
+                                  static_cast<std::int64_t>(m.ain), static_cast<std::int64_t>(m.cin),
+                                  static_cast<std::int64_t>(m.na),
+                                  static_cast<std::int64_t>(m.cfg.share_actor)}));
+  for (std::size_t i = 0; i < m.actors.size(); ++i) {
+    torch::serialize::OutputArchive sub;
+    m.actors[i]->save(sub);
+    ar.write("actor" + std::to_string(i), sub);
+  }
+  torch::serialize::OutputArchive cs, ao, co;
+  m.critic->save(cs);
+  ar.write("critic", cs);
+  m.actor_opt->save(ao);
+  ar.write("actor_opt", ao);
+  m.critic_opt->save(co);
+  ar.write("critic_opt", co);
+  ar.write("vnorm", torch::tensor({m.vnorm.count, m.vnorm.mean, m.vnorm.m2}, torch::kFloat64));
+  ar.save_to(path);
+}
+
+void Mappo::load(const std::string& path) {
+  auto& m = *impl_;
+  torch::serialize::InputArchive ar;
+  try {
+    ar.load_from(path);
+  } catch (const c10::Error& e) {
+    MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
+  }
+  torch::Tensor meta;
+  ar.read("meta", meta);
+  const std::vector<std::int64_t> want = {m.n, m.k, m.ain, m.cin, m.na, m.cfg.share_actor ? 1 : 0};
+  MARLSCHED_REQUIRE(meta.numel() == 6 &&
+                        std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
+                    "model '" << path << "' was trained with a different layout (agents, agents per "
+                                 "rank, observation or action space, or actor sharing)");
+  for (std::size_t i = 0; i < m.actors.size(); ++i) {
+    torch::serialize::InputArchive sub;
+    ar.read("actor" + std::to_string(i), sub);
+    m.actors[i]->load(sub);
+  }
+  torch::serialize::InputArchive cs, ao, co;
+  ar.read("critic", cs);
+  m.critic->load(cs);
+  ar.read("actor_opt", ao);
+  m.actor_opt->load(ao);
+  ar.read("critic_opt", co);
+  m.critic_opt->load(co);
+  torch::Tensor vn;
+  ar.read("vnorm", vn);
+  m.vnorm.count = vn[0].item<double>();
+  m.vnorm.mean = vn[1].item<double>();
+  m.vnorm.m2 = vn[2].item<double>();
+}
+
+bool Mappo::shared_parameters_identical() const {
+  return dist::parameters_identical(impl_->shared_params(), impl_->comm);
+}
+
+std::uint64_t Mappo::shared_parameter_digest() const {
+  return dist::parameter_digest(impl_->shared_params());
+}
+
+std::vector<float> Mappo::action_probs(const GlobalObs& g, int local_agent) const {
+  const auto& m = *impl_;
+  std::vector<float> xa(static_cast<std::size_t>(m.ain)), xc(static_cast<std::size_t>(m.cin));
+  m.build_inputs(g, local_agent, xa.data(), xc.data());
+  torch::NoGradGuard guard;
+  auto X = torch::from_blob(xa.data(), {1, m.ain}, torch::kFloat32);
+  auto idx = torch::full({1}, local_agent, torch::kInt64);
+  auto p = torch::softmax(m.logits(X, idx), 1).contiguous();
+  return std::vector<float>(p.data_ptr<float>(), p.data_ptr<float>() + m.na);
+}
+
+std::int64_t Mappo::shared_parameter_count() const {
+  std::int64_t n = 0;
+  for (const auto& p : impl_->shared_params()) n += p.numel();
+  return n;
+}
+
+int Mappo::shared_tensor_count() const { return static_cast<int>(impl_->shared_params().size()); }
+
+}  // namespace marlsched

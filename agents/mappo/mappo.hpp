@@ -1,0 +1,110 @@
+#pragma once
+/// \file mappo.hpp
+/// MAPPO (Yu et al., "The Surprising Effectiveness of PPO in Cooperative Multi-Agent Games",
+/// 2022) with a centralized critic.
+///
+/// * Actor (shared by all agents by default): input = own observation, the public fields of
+///   every site (as exchanged), and a one-hot agent id; output = action logits.
+/// * Critic V(global state, agent id): input = every agent's observation (the allgather) and
+///   the one-hot id. Value targets are normalised with running moments (MAPPO's ValueNorm).
+/// * PPO clipped surrogate, GAE(λ) with truncation bootstrapping, entropy bonus, Huber value
+///   loss, Adam, global-norm gradient clipping, epochs × minibatches.
+/// * Gradients that must agree across ranks (critic; actor when shared) are averaged with ONE
+///   flattened MPI_Allreduce per minibatch update, so parameters stay bitwise identical.
+/// The header is free of torch: the implementation lives behind a pointer.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agents/policy.hpp"
+#include "core/options.hpp"
+#include "dist/comm.hpp"
+
+namespace marlsched {
+
+struct MappoConfig {
+  double lr_actor = 5e-4;
+  double lr_critic = 5e-4;
+  double gamma = 0.99;
+  double gae_lambda = 0.95;
+  double clip = 0.2;
+  int epochs = 5;
+  int minibatches = 2;
+  double entropy_coef = 0.01;
+  double value_coef = 1.0;
+  double huber_delta = 10.0;
+  double max_grad_norm = 10.0;
+  std::vector<int> actor_hidden{64, 64};
+  std::vector<int> critic_hidden{128, 128};
+  bool share_actor = true;
+  bool value_norm = true;
+  double team_reward = 1.0;  ///< reward = (1-β)·own + β·mean over agents
+  int rollout_steps = 96;
+
+  void bind(OptionBinder& b);
+  void validate() const;
+};
+
+/// Scalars from one update, averaged over ranks (identical on every rank).
+struct UpdateStats {
+  double policy_loss = 0, value_loss = 0, entropy = 0, approx_kl = 0, clip_frac = 0;
+  double grad_norm_actor = 0, grad_norm_critic = 0;
+  std::int64_t allreduce_floats = 0;  ///< floats in the one flattened gradient buffer
+  int allreduce_calls = 0;
+  double time_forward_backward = 0, time_allreduce = 0;
+};
+
+/// Per-step feedback recorded into the rollout after World::step.
+struct StepFeedback {
+  std::vector<float> reward;                 ///< [copy * local_agents + k], team-mixed
+  std::vector<char> done, truncated;         ///< [copy]
+  std::vector<GlobalObs> terminal;           ///< [copy], valid where done
+};
+
+/// Sets libtorch's intra-op thread count for this process (one per rank unless told otherwise).
+void set_torch_threads(int n);
+
+class Mappo final : public Policy {
+ public:
+  Mappo(const MappoConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
+        int first_agent, int local_agents, int copies, std::uint64_t seed);
+  ~Mappo() override;
+
+  std::string name() const override { return "mappo"; }
+  /// Chooses actions. In training mode it samples and records (obs, action, log-prob, value);
+  /// in evaluation mode it samples (or takes the argmax when deterministic) without recording.
+  void act(const PolicyInput& in, std::vector<int>& actions) override;
+  void set_training(bool training);
+  void set_deterministic(bool deterministic);
+
+  /// Records the outcome of the last `act` (training mode).
+  void record(const StepFeedback& fb);
+  /// PPO update on the collected rollout; `last` are the global observations after the final
+  /// step (bootstrap values). Clears the rollout.
+  UpdateStats update(const PolicyInput& last);
+  /// Number of recorded steps in the current rollout.
+  int recorded_steps() const;
+
+  /// Saves/loads this rank's networks, optimiser state and value normaliser.
+  void save(const std::string& path) const;
+  void load(const std::string& path);
+  /// Collective: true when every rank holds bitwise-identical shared parameters.
+  bool shared_parameters_identical() const;
+  /// Digest of the shared parameters (critic and, when shared, actor).
+  std::uint64_t shared_parameter_digest() const;
+
+  /// Action probabilities of local agent k for one copy's global observations (for tests).
+  std::vector<float> action_probs(const GlobalObs& g, int local_agent) const;
+  /// Per-tensor parameter count of the shared set and the count of tensors.
+  std::int64_t shared_parameter_count() const;
+  int shared_tensor_count() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace marlsched

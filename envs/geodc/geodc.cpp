@@ -1,0 +1,522 @@
+#include "geodc/geodc.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+
+#include "core/csv.hpp"
+#include "core/error.hpp"
+
+namespace marlsched::geodc {
+
+void Config::bind(OptionBinder& b) {
+  b.group("Env: geo-distributed data centers (geodc)");
+  b.add("sites", sites, "grid zone of each data center, in agent order");
+  b.add("regions", regions, "macro-region of each site (US, EU, AP, SA): sets transfer throughput");
+  b.add("utc-offsets", utc_offsets, "local time offset of each site in hours (arrival diurnal shape)");
+  b.add("gpus", gpus, "GPU capacity of each site");
+  b.add("pue", pue, "power usage effectiveness of each site");
+  b.add("arrival-rates", arrival_rates, "mean job arrivals per hour at each site");
+  b.add("replicate-sites", replicate_sites,
+        "cycle the site lists when the run has more agents than sites");
+  b.add("slot-minutes", slot_minutes, "length of a decision slot in minutes");
+  b.add("episode-slots", episode_slots, "slots per episode");
+  b.add("idle-watts", idle_watts, "power of an idle GPU (W)");
+  b.add("busy-watts", busy_watts, "power of a busy GPU (W) for gan-ft, mlm-ft, sd-ft jobs");
+  b.add("transfer-kwh-per-gb", transfer_kwh_per_gb, "network energy per GB forwarded");
+  b.add("workload", workload, "job source: synthetic | alibaba");
+  b.add("workload-file", workload_file, "pai_task_table CSV (cluster-trace-gpu-v2020) for alibaba");
+  b.add("type-mix", type_mix, "probabilities of gan-ft, mlm-ft, sd-ft jobs");
+  b.add("slack-tiers", slack_tiers, "deadline slack multipliers κ (deadline = arrival + κ·duration)");
+  b.add("slack-probs", slack_probs, "probability of each slack tier");
+  b.add("diurnal-amplitude", diurnal_amplitude, "relative amplitude of the daily arrival cycle");
+  b.add("diurnal-peak-hour", diurnal_peak_hour, "local hour of peak arrivals");
+  b.add("max-queue", max_queue, "queue capacity per site; arrivals beyond it are dropped");
+  b.add("max-hops", max_hops, "how many times a job may be forwarded");
+  b.add("carbon-files", carbon_files, "Electricity Maps hourly CSV per site (default: synthetic)");
+  b.add("price-files", price_files, "hourly price CSV per site (default: synthetic)");
+  b.add("carbon-column", carbon_column, "carbon intensity column: lca | direct");
+  b.add("fx", fx, "exchange rates to USD, CUR=rate");
+  b.add("trace-start", trace_start, "UTC time that episodes' start offsets count from");
+  b.add("trace-days", trace_days, "episodes start uniformly within this many days of trace-start");
+  b.add("trace-seed", trace_seed, "seed of the synthetic traces (the data, not the run)");
+  b.add("w-work", w_work, "reward per GPU-hour completed within deadline");
+  b.add("w-util", w_util, "reward per unit GPU utilisation");
+  b.add("w-cost", w_cost, "penalty per USD of energy");
+  b.add("w-carbon", w_carbon, "penalty per kg CO2eq");
+  b.add("w-sla", w_sla, "penalty per SLA violation");
+}
+
+namespace {
+const char* kRegions[] = {"US", "EU", "AP", "SA"};
+int region_index(const std::string& r) {
+  for (int i = 0; i < 4; ++i)
+    if (r == kRegions[i]) return i;
+  return -1;
+}
+// Inter-region throughput (Mbps) and RTT (ms): AWS measurements of Persico et al. (GLOBECOM
+// 2016) as used by Green-DCC's network_delay.py. Pairs the source does not give (AP->US, EU<->AP,
+// EU->SA) take the reverse or the nearest given value. Same region: 1 Gbps, no RTT.
+const double kMbps[4][4] = {{1000, 160, 50, 100}, {160, 1000, 50, 75}, {50, 50, 1000, 45},
+                            {90, 75, 40, 1000}};
+const double kRttMs[4][4] = {{0, 70, 240, 120}, {70, 0, 190, 180}, {240, 190, 0, 350},
+                             {120, 180, 350, 0}};
+
+std::map<std::string, double> parse_fx(const std::vector<std::string>& fx) {
+  std::map<std::string, double> out;
+  for (const auto& s : fx) {
+    const auto eq = s.find('=');
+    MARLSCHED_REQUIRE(eq != std::string::npos && eq > 0,
+                      "--fx: expected CUR=rate, got '" << s << "'");
+    double v = 0;
+    try {
+      v = std::stod(s.substr(eq + 1));
+    } catch (...) {
+      MARLSCHED_THROW(ConfigError, "--fx: bad rate in '" << s << "'");
+    }
+    MARLSCHED_REQUIRE(v > 0 && std::isfinite(v), "--fx: rate must be positive in '" << s << "'");
+    out[s.substr(0, eq)] = v;
+  }
+  return out;
+}
+
+template <class T>
+void require_per_site(const std::vector<T>& v, std::size_t n, const char* flag) {
+  MARLSCHED_REQUIRE(v.size() == n, "--" << flag << " has " << v.size() << " values but --sites has "
+                                        << n << " (one per site)");
+}
+
+std::int64_t trace_start_hour(const Config& c) {
+  std::int64_t s = 0;
+  MARLSCHED_REQUIRE(csv::parse_datetime(c.trace_start, s),
+                    "--trace-start: expected 'YYYY-MM-DD HH:MM', got '" << c.trace_start << "'");
+  return s / 3600;
+}
+}  // namespace
+
+void Config::validate(int num_agents) const {
+  const std::size_t n = sites.size();
+  MARLSCHED_REQUIRE(n > 0, "--sites: at least one data center is needed");
+  require_per_site(regions, n, "regions");
+  require_per_site(utc_offsets, n, "utc-offsets");
+  require_per_site(gpus, n, "gpus");
+  require_per_site(pue, n, "pue");
+  require_per_site(arrival_rates, n, "arrival-rates");
+  for (std::size_t i = 0; i < n; ++i) {
+    MARLSCHED_REQUIRE(region_index(regions[i]) >= 0,
+                      "--regions: unknown region '" << regions[i] << "' (use US, EU, AP or SA)");
+    MARLSCHED_REQUIRE(gpus[i] > 0, "--gpus: site " << sites[i] << " needs a positive GPU count, got "
+                                                   << gpus[i]);
+    MARLSCHED_REQUIRE(pue[i] >= 1.0 && std::isfinite(pue[i]),
+                      "--pue: site " << sites[i] << " needs PUE >= 1, got " << pue[i]);
+    MARLSCHED_REQUIRE(arrival_rates[i] >= 0 && std::isfinite(arrival_rates[i]),
+                      "--arrival-rates: site " << sites[i] << " has a negative or non-finite rate");
+  }
+  if (replicate_sites) {
+    MARLSCHED_REQUIRE(num_agents >= 1, "the run needs at least one agent");
+  } else {
+    MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) == n,
+                      "the config defines " << n << " data centers but the run has " << num_agents
+                                            << " agents (ranks x agents-per-rank); give one site per "
+                                               "agent or --replicate-sites");
+  }
+  MARLSCHED_REQUIRE(slot_minutes > 0 && 60 % slot_minutes == 0,
+                    "--slot-minutes must divide 60, got " << slot_minutes);
+  MARLSCHED_REQUIRE(episode_slots > 0, "--episode-slots must be positive, got " << episode_slots);
+  MARLSCHED_REQUIRE(idle_watts >= 0 && std::isfinite(idle_watts), "--idle-watts must be >= 0");
+  MARLSCHED_REQUIRE(busy_watts.size() == kNumJobTypes,
+                    "--busy-watts needs " << kNumJobTypes << " values (gan-ft, mlm-ft, sd-ft)");
+  for (double w : busy_watts)
+    MARLSCHED_REQUIRE(w >= idle_watts && std::isfinite(w),
+                      "--busy-watts values must be finite and >= --idle-watts, got " << w);
+  MARLSCHED_REQUIRE(transfer_kwh_per_gb >= 0, "--transfer-kwh-per-gb must be >= 0");
+  MARLSCHED_REQUIRE(workload == "synthetic" || workload == "alibaba",
+                    "--workload: expected synthetic or alibaba, got '" << workload << "'");
+  MARLSCHED_REQUIRE(workload != "alibaba" || !workload_file.empty(),
+                    "--workload alibaba needs --workload-file (a pai_task_table CSV)");
+  auto check_probs = [](const std::vector<double>& p, std::size_t k, const char* flag) {
+    MARLSCHED_REQUIRE(p.size() == k, "--" << flag << " needs " << k << " values, got " << p.size());
+    double s = 0;
+    for (double v : p) {
+      MARLSCHED_REQUIRE(v >= 0 && std::isfinite(v), "--" << flag << " values must be >= 0");
+      s += v;
+    }
+    MARLSCHED_REQUIRE(s > 0, "--" << flag << " must not be all zero");
+  };
+  check_probs(type_mix, kNumJobTypes, "type-mix");
+  MARLSCHED_REQUIRE(!slack_tiers.empty(), "--slack-tiers needs at least one value");
+  for (double k : slack_tiers)
+    MARLSCHED_REQUIRE(k >= 1.0 && std::isfinite(k), "--slack-tiers must be >= 1, got " << k);
+  check_probs(slack_probs, slack_tiers.size(), "slack-probs");
+  MARLSCHED_REQUIRE(diurnal_amplitude >= 0 && diurnal_amplitude <= 1,
+                    "--diurnal-amplitude must be in [0, 1], got " << diurnal_amplitude);
+  MARLSCHED_REQUIRE(max_queue > 0, "--max-queue must be positive");
+  MARLSCHED_REQUIRE(max_hops >= 0, "--max-hops must be >= 0");
+  MARLSCHED_REQUIRE(carbon_files.empty() || carbon_files.size() == n,
+                    "--carbon-files needs one file per site (" << n << "), got "
+                                                               << carbon_files.size());
+  MARLSCHED_REQUIRE(price_files.empty() || price_files.size() == n,
+                    "--price-files needs one file per site (" << n << "), got "
+                                                              << price_files.size());
+  MARLSCHED_REQUIRE(carbon_column == "lca" || carbon_column == "direct",
+                    "--carbon-column: expected lca or direct, got '" << carbon_column << "'");
+  parse_fx(fx);
+  trace_start_hour(*this);
+  MARLSCHED_REQUIRE(trace_days > 0, "--trace-days must be positive");
+  for (double w : {w_work, w_util, w_cost, w_carbon, w_sla})
+    MARLSCHED_REQUIRE(std::isfinite(w), "reward weights must be finite");
+}
+
+EnvSpec make_spec(const Config& cfg, int num_agents) {
+  EnvSpec s;
+  s.name = "geodc";
+  s.obs_fields = {"free_gpu_frac", "carbon",       "price",       "queue_load",
+                  "utilization",   "queue_fill",   "urgent_frac", "mean_slack",
+                  "inbound",       "carbon_trend", "price_trend", "hour_sin",
+                  "hour_cos",      "progress"};
+  s.num_public = 4;
+  for (int k = 0; k < num_agents; ++k)
+    s.action_names.push_back("run-fit/overflow->" + std::to_string(k) + ":" +
+                             cfg.sites[static_cast<std::size_t>(cfg.site_of(k))]);
+  for (int k = 0; k < num_agents; ++k)
+    s.action_names.push_back("defer/send->" + std::to_string(k) + ":" +
+                             cfg.sites[static_cast<std::size_t>(cfg.site_of(k))]);
+  s.reward_components = {"goodput_gpu_h", "utilization",    "energy_kwh",
+                         "energy_cost_usd", "carbon_kg",    "sla_violations"};
+  s.episode_length = cfg.episode_slots;
+  return s;
+}
+
+std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int num_agents) {
+  const auto fx = parse_fx(cfg.fx);
+  const std::int64_t t0 = trace_start_hour(cfg);
+  const int hours = cfg.trace_days * 24 + cfg.episode_slots * cfg.slot_minutes / 60 + 48;
+  std::vector<TraceTask> all;
+  if (cfg.workload == "alibaba") {
+    all = load_pai_task_table(cfg.workload_file);
+    if (all.empty())
+      MARLSCHED_THROW(InputError, cfg.workload_file
+                                      << ": no usable task (status Terminated with plan_gpu > 0)");
+  }
+  std::vector<std::shared_ptr<const SiteData>> per_site(cfg.sites.size());
+  std::vector<std::shared_ptr<const SiteData>> out;
+  for (int a = 0; a < num_agents; ++a) {
+    const auto si = static_cast<std::size_t>(cfg.site_of(a));
+    if (!per_site[si] || cfg.workload == "alibaba") {
+      auto d = std::make_shared<SiteData>();
+      if (per_site[si]) {
+        d->carbon = per_site[si]->carbon;
+        d->price = per_site[si]->price;
+      } else if (cfg.carbon_files.empty()) {
+        const auto& p = zone_profile(cfg.sites[si]);
+        d->carbon = synth_carbon(p, t0, hours, derive_seed(cfg.trace_seed, {si}));
+      } else {
+        d->carbon = load_carbon_csv(cfg.carbon_files[si], cfg.carbon_column == "lca"
+                                                              ? CarbonColumn::kLifecycle
+                                                              : CarbonColumn::kDirect);
+      }
+      if (!per_site[si]) {
+        if (cfg.price_files.empty())
+          d->price = synth_price(zone_profile(cfg.sites[si]), t0, hours,
+                                 derive_seed(cfg.trace_seed, {si}));
+        else
+          d->price = load_price_csv(cfg.price_files[si], fx);
+      }
+      if (cfg.workload == "alibaba") {
+        // Tasks go to sites by a stable hash of the job name; the trace clock wraps.
+        d->trace_t0 = all.front().start_time;
+        d->trace_span = std::max<std::int64_t>(1, all.back().start_time - d->trace_t0 + 1);
+        for (const auto& t : all)
+          if (static_cast<int>(std::hash<std::string>{}(t.job_name) %
+                               static_cast<std::size_t>(num_agents)) == a)
+            d->tasks.push_back(t);
+      }
+      if (cfg.workload == "alibaba") {
+        out.push_back(d);
+        if (!per_site[si]) per_site[si] = d;
+        continue;
+      }
+      per_site[si] = d;
+    }
+    out.push_back(per_site[si]);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Shard::Shard(std::shared_ptr<const Config> cfg, std::shared_ptr<const EnvSpec> spec,
+             std::shared_ptr<const SiteData> site, int agent, int num_agents)
+    : cfg_holder_(std::move(cfg)),
+      cfg_(*cfg_holder_),
+      spec_(std::move(spec)),
+      site_(std::move(site)),
+      agent_(agent),
+      num_agents_(num_agents),
+      site_index_(cfg_.site_of(agent)),
+      capacity_(cfg_.gpus[static_cast<std::size_t>(site_index_)]),
+      pue_(cfg_.pue[static_cast<std::size_t>(site_index_)]) {}
+
+int Shard::busy_gpus() const {
+  int b = 0;
+  for (const auto& j : running_) b += j.gpus;
+  return b;
+}
+
+std::int64_t Shard::epoch_hour() const {
+  return start_hour_ + static_cast<std::int64_t>(t_) * cfg_.slot_minutes / 60;
+}
+
+int Shard::transfer_slots(int dest, double data_gb) const {
+  const int r0 = region_index(cfg_.regions[static_cast<std::size_t>(site_index_)]);
+  const int r1 = region_index(cfg_.regions[static_cast<std::size_t>(cfg_.site_of(dest))]);
+  const double seconds = data_gb * 8000.0 / kMbps[r0][r1] + kRttMs[r0][r1] / 1000.0;
+  const double slot_s = cfg_.slot_minutes * 60.0;
+  return std::max(1, static_cast<int>(std::ceil(seconds / slot_s)));
+}
+
+void Shard::reset(std::uint64_t world_seed, std::uint64_t shard_seed) {
+  rng_.seed(shard_seed);
+  t_ = 0;
+  discarded_ += static_cast<double>(queue_.size() + running_.size());
+  queue_.clear();
+  running_.clear();
+  pending_transfer_kwh_ = 0.0;
+  // All shards of one world share the start hour (same world_seed): one global clock.
+  start_hour_ = trace_start_hour(cfg_) +
+                static_cast<std::int64_t>(world_seed % static_cast<std::uint64_t>(cfg_.trace_days * 24));
+  if (site_ && !site_->tasks.empty())
+    trace_offset_ = static_cast<std::int64_t>(splitmix64(world_seed) %
+                                              static_cast<std::uint64_t>(site_->trace_span));
+  arrivals();
+}
+
+double Shard::arrival_rate_per_hour(int slot) const {
+  const double utc_hour =
+      static_cast<double>((start_hour_ % 24 + 24) % 24) + slot * cfg_.slot_hours();
+  const double local = utc_hour + cfg_.utc_offsets[static_cast<std::size_t>(site_index_)];
+  const double shape =
+      1.0 + cfg_.diurnal_amplitude *
+                std::cos(6.283185307179586 * (local - cfg_.diurnal_peak_hour) / 24.0);
+  return cfg_.arrival_rates[static_cast<std::size_t>(site_index_)] * shape;
+}
+
+void Shard::enqueue(const Job& j) {
+  if (static_cast<int>(queue_.size()) >= cfg_.max_queue) {
+    dropped_ += 1;
+    violations_ += 1;
+    return;
+  }
+  queue_.push_back(j);
+}
+
+void Shard::arrivals() {
+  if (t_ >= cfg_.episode_slots) return;
+  const int max_gpus = capacity_;
+  auto make_id = [&] { return (static_cast<std::uint64_t>(agent_) << 40) | serial_++; };
+  if (cfg_.workload == "alibaba") {
+    const auto& tasks = site_->tasks;
+    const auto slot_s = static_cast<std::int64_t>(cfg_.slot_minutes) * 60;
+    std::int64_t lo = (trace_offset_ + t_ * slot_s) % site_->trace_span;
+    std::int64_t hi = lo + slot_s;
+    auto take = [&](std::int64_t a, std::int64_t b) {
+      auto it = std::lower_bound(tasks.begin(), tasks.end(), site_->trace_t0 + a,
+                                 [](const TraceTask& x, std::int64_t v) { return x.start_time < v; });
+      for (; it != tasks.end() && it->start_time < site_->trace_t0 + b; ++it) {
+        Job j;
+        j.id = make_id();
+        j.origin = agent_;
+        j.gpus = std::min(std::max(1, it->gpus), max_gpus);
+        j.type = job_type_for_gpus(j.gpus);
+        j.duration = std::max(1, static_cast<int>(std::ceil(it->duration_s / (slot_s))));
+        j.remaining = j.duration;
+        j.arrival = j.available = t_;
+        double u = rng_.uniform(), acc = 0, total = 0;
+        for (double p : cfg_.slack_probs) total += p;
+        double kappa = cfg_.slack_tiers.back();
+        for (std::size_t k = 0; k < cfg_.slack_probs.size(); ++k) {
+          acc += cfg_.slack_probs[k] / total;
+          if (u < acc) {
+            kappa = cfg_.slack_tiers[k];
+            break;
+          }
+        }
+        j.deadline = t_ + static_cast<int>(std::ceil(kappa * j.duration)) - 1;
+        j.data_gb = static_cast<float>(job_type_spec(j.type).data_gb);
+        arrived_ += 1;
+        enqueue(j);
+      }
+    };
+    if (hi <= site_->trace_span) {
+      take(lo, hi);
+    } else {
+      take(lo, site_->trace_span);
+      take(0, hi - site_->trace_span);
+    }
+    return;
+  }
+  const auto n = rng_.poisson(arrival_rate_per_hour(t_) * cfg_.slot_hours());
+  for (std::int64_t k = 0; k < n; ++k) {
+    Job j = draw_job(rng_, cfg_.type_mix, cfg_.slack_tiers, cfg_.slack_probs, t_, cfg_.slot_hours(),
+                     max_gpus);
+    j.deadline -= 1;  // must finish by the end of slot `deadline`
+    j.id = make_id();
+    j.origin = agent_;
+    arrived_ += 1;
+    enqueue(j);
+  }
+}
+
+void Shard::observe(float* out) const {
+  const int busy = busy_gpus();
+  double demand = 0, slack = 0;
+  int urgent = 0, inbound = 0;
+  for (const auto& j : queue_) {
+    demand += j.gpus;
+    slack += std::max(0, j.deadline - j.remaining + 1 - t_);
+    if (t_ >= j.deadline - j.remaining + 1) ++urgent;
+    if (j.available > t_) ++inbound;
+  }
+  const auto h = epoch_hour();
+  const double ci = site_->carbon.at(h), pr = site_->price.at(h);
+  const double ci_next = site_->carbon.mean(h + 1, 4), pr_next = site_->price.mean(h + 1, 4);
+  const double local_hour =
+      static_cast<double>((h % 24 + 24) % 24) + cfg_.utc_offsets[static_cast<std::size_t>(site_index_)];
+  const double qn = static_cast<double>(queue_.size());
+  const float v[] = {
+      static_cast<float>(static_cast<double>(capacity_ - busy) / capacity_),
+      static_cast<float>(ci / 500.0),
+      static_cast<float>(pr / 100.0),
+      static_cast<float>(std::min(4.0, demand / capacity_)),
+      static_cast<float>(static_cast<double>(busy) / capacity_),
+      static_cast<float>(qn / cfg_.max_queue),
+      static_cast<float>(qn > 0 ? urgent / qn : 0.0),
+      static_cast<float>(qn > 0 ? slack / qn / cfg_.episode_slots : 0.0),
+      static_cast<float>(std::min(1.0, inbound / 16.0)),
+      static_cast<float>(std::clamp(ci > 0 ? ci_next / ci - 1.0 : 0.0, -1.0, 1.0)),
+      static_cast<float>(std::clamp(std::abs(pr) > 1e-9 ? pr_next / pr - 1.0 : 0.0, -1.0, 1.0)),
+      static_cast<float>(std::sin(6.283185307179586 * local_hour / 24.0)),
+      static_cast<float>(std::cos(6.283185307179586 * local_hour / 24.0)),
+      static_cast<float>(static_cast<double>(t_) / cfg_.episode_slots),
+  };
+  static_assert(sizeof(v) / sizeof(v[0]) == 14, "obs fields");
+  std::memcpy(out, v, sizeof(v));
+}
+
+void Shard::act(int action, const GlobalObs& /*global*/, std::vector<WorkRecord>& outbox) {
+  MARLSCHED_CHECK(action >= 0 && action < 2 * num_agents_,
+                  "geodc action " << action << " out of range [0, " << 2 * num_agents_ << ")");
+  const bool defer = action >= num_agents_;
+  const int target = defer ? action - num_agents_ : action;
+  std::sort(queue_.begin(), queue_.end(), [](const Job& a, const Job& b) {
+    return a.deadline != b.deadline ? a.deadline < b.deadline : a.id < b.id;
+  });
+  int free_gpus = capacity_ - busy_gpus();
+  std::vector<Job> keep;
+  keep.reserve(queue_.size());
+  for (auto& j : queue_) {
+    if (j.available > t_) {  // still in transfer
+      keep.push_back(j);
+      continue;
+    }
+    const bool urgent = t_ >= j.deadline - j.remaining + 1;
+    const bool may_start = !defer || urgent;
+    if (may_start && j.gpus <= free_gpus) {
+      free_gpus -= j.gpus;
+      running_.push_back(j);
+      continue;
+    }
+    const bool forward = target != agent_ && j.hops < cfg_.max_hops && (defer ? !urgent : true);
+    if (forward) {
+      Job f = j;
+      f.hops += 1;
+      f.available = t_ + transfer_slots(target, f.data_gb);
+      pending_transfer_kwh_ += cfg_.transfer_kwh_per_gb * f.data_gb;
+      WorkRecord rec;
+      rec.dest = target;
+      rec.payload.resize(sizeof(Job));
+      std::memcpy(rec.payload.data(), &f, sizeof(Job));
+      outbox.push_back(std::move(rec));
+      forwarded_ += 1;
+      continue;
+    }
+    keep.push_back(j);
+  }
+  queue_.swap(keep);
+}
+
+StepOutcome Shard::advance() {
+  const auto h = epoch_hour();
+  const int busy = busy_gpus();
+  double watts = (capacity_ - busy) * cfg_.idle_watts;
+  for (const auto& j : running_) watts += j.gpus * cfg_.busy_watts[static_cast<std::size_t>(j.type)];
+  const double kwh = pue_ * watts / 1000.0 * cfg_.slot_hours() + pending_transfer_kwh_;
+  pending_transfer_kwh_ = 0.0;
+  const double cost = kwh * site_->price.at(h) / 1000.0;
+  const double carbon = kwh * site_->carbon.at(h) / 1000.0;
+  const double util = static_cast<double>(busy) / capacity_;
+
+  double goodput = 0.0, viol_before = violations_;
+  std::vector<Job> still;
+  still.reserve(running_.size());
+  for (auto& j : running_) {
+    j.remaining -= 1;
+    if (j.remaining == 0) {
+      completed_ += 1;
+      if (t_ <= j.deadline) {
+        on_time_ += 1;
+        goodput += j.gpus * j.duration * cfg_.slot_hours();
+      } else if (!j.violated) {
+        violations_ += 1;
+      }
+      continue;
+    }
+    if (!j.violated && t_ + j.remaining > j.deadline) {
+      j.violated = 1;
+      violations_ += 1;
+    }
+    still.push_back(j);
+  }
+  running_.swap(still);
+  for (auto& j : queue_) {
+    // Earliest possible finish if it starts next slot (or when its transfer ends).
+    const int start = std::max(t_ + 1, j.available);
+    if (!j.violated && start + j.remaining - 1 > j.deadline) {
+      j.violated = 1;
+      violations_ += 1;
+    }
+  }
+  t_ += 1;
+  arrivals();
+  const double viol = violations_ - viol_before;
+
+  StepOutcome o;
+  o.components = {goodput, util, kwh, cost, carbon, viol};
+  o.reward = cfg_.w_work * goodput + cfg_.w_util * util - cfg_.w_cost * cost -
+             cfg_.w_carbon * carbon - cfg_.w_sla * viol;
+  o.truncated = t_ >= cfg_.episode_slots;
+  return o;
+}
+
+void Shard::receive(const WorkRecord& record) {
+  MARLSCHED_CHECK(record.payload.size() == sizeof(Job),
+                  "geodc received a record of " << record.payload.size() << " bytes, expected "
+                                                << sizeof(Job));
+  Job j;
+  std::memcpy(&j, record.payload.data(), sizeof(Job));
+  received_ += 1;
+  enqueue(j);
+}
+
+std::map<std::string, double> Shard::counters() const {
+  return {{"arrived", arrived_},       {"completed", completed_},
+          {"completed_on_time", on_time_}, {"dropped", dropped_},
+          {"sla_violations", violations_}, {"forwarded", forwarded_},
+          {"received", received_},     {"discarded_at_reset", discarded_},
+          {"queued", static_cast<double>(queue_.size())},
+          {"running", static_cast<double>(running_.size())}};
+}
+
+}  // namespace marlsched::geodc

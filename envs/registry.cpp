@@ -1,0 +1,52 @@
+#include "registry.hpp"
+
+#include "core/error.hpp"
+#include "geodc/geodc.hpp"
+
+namespace marlsched {
+
+namespace {
+
+class GeoDcFactory final : public EnvFactory {
+ public:
+  GeoDcFactory(const geodc::Config& cfg, int num_agents)
+      : cfg_(std::make_shared<geodc::Config>(cfg)),
+        spec_(std::make_shared<EnvSpec>(geodc::make_spec(cfg, num_agents))),
+        sites_(geodc::load_sites(cfg, num_agents)),
+        num_agents_(num_agents) {}
+  const EnvSpec& spec() const override { return *spec_; }
+  std::unique_ptr<Shard> make_shard(int agent) const override {
+    return std::make_unique<geodc::Shard>(cfg_, spec_, sites_.at(static_cast<std::size_t>(agent)),
+                                          agent, num_agents_);
+  }
+
+ private:
+  std::shared_ptr<const geodc::Config> cfg_;
+  std::shared_ptr<const EnvSpec> spec_;
+  std::vector<std::shared_ptr<const geodc::SiteData>> sites_;
+  int num_agents_;
+};
+
+}  // namespace
+
+const std::vector<EnvEntry>& env_registry() {
+  static const std::vector<EnvEntry> table = {
+      {"geodc", "geo-distributed AIGC training jobs over data centers (GLOBECOM'23 model)",
+       [] { return std::make_unique<geodc::Config>(); },
+       [](const EnvConfig& c, int n) -> std::unique_ptr<EnvFactory> {
+         return std::make_unique<GeoDcFactory>(dynamic_cast<const geodc::Config&>(c), n);
+       }},
+  };
+  return table;
+}
+
+const EnvEntry& find_env(const std::string& name) {
+  std::string known;
+  for (const auto& e : env_registry()) {
+    if (e.name == name) return e;
+    known += (known.empty() ? "" : ", ") + e.name;
+  }
+  MARLSCHED_THROW(ConfigError, "unknown env '" << name << "' (known: " << known << ")");
+}
+
+}  // namespace marlsched

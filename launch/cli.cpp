@@ -1,0 +1,364 @@
+#include "cli.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <climits>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "agents/baselines/heuristics.hpp"
+#include "agents/registry.hpp"
+#include "core/csv.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+#include "envs/registry.hpp"
+#include "geodc/traces.hpp"
+#include "geodc/workload.hpp"
+#include "train/trainer.hpp"
+
+namespace marlsched::cli {
+
+namespace {
+
+// ---- TOML value formatting ------------------------------------------------------------------
+std::string toml(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o.push_back('\\');
+    o.push_back(c);
+  }
+  return o + "\"";
+}
+std::string toml(double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+std::string toml(int v) { return std::to_string(v); }
+std::string toml(std::int64_t v) { return std::to_string(v); }
+std::string toml(std::uint64_t v) { return std::to_string(v); }
+std::string toml(bool v) { return v ? "true" : "false"; }
+template <class T>
+std::string toml(const std::vector<T>& v) {
+  std::string o = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + toml(v[i]);
+  return o + "]";
+}
+
+/// Binds config structs to one CLI11 (sub)command and remembers how to print each value.
+class Binder final : public OptionBinder {
+ public:
+  struct Entry {
+    std::string group, flag;
+    std::function<std::string()> value;
+  };
+  explicit Binder(CLI::App* app) : app_(app) {}
+  void group(const std::string& name) override { group_ = name; }
+  void add(const std::string& f, int& v, const std::string& h) override { opt(f, v, h); }
+  void add(const std::string& f, std::int64_t& v, const std::string& h) override { opt(f, v, h); }
+  void add(const std::string& f, std::uint64_t& v, const std::string& h) override { opt(f, v, h); }
+  void add(const std::string& f, double& v, const std::string& h) override { opt(f, v, h); }
+  void add(const std::string& f, std::string& v, const std::string& h) override { opt(f, v, h); }
+  void add(const std::string& f, bool& v, const std::string& h) override {
+    app_->add_flag("--" + f + ",!--no-" + f, v, h + " (default " + toml(v) + ")")->group(group_);
+    entries_.push_back({group_, f, [&v] { return toml(v); }});
+  }
+  void add(const std::string& f, std::vector<int>& v, const std::string& h) override { vec(f, v, h); }
+  void add(const std::string& f, std::vector<double>& v, const std::string& h) override {
+    vec(f, v, h);
+  }
+  void add(const std::string& f, std::vector<std::string>& v, const std::string& h) override {
+    vec(f, v, h);
+  }
+  const std::vector<Entry>& entries() const { return entries_; }
+
+  /// The resolved configuration as TOML (flat keys; groups as comments).
+  std::string to_toml() const {
+    std::ostringstream os;
+    os << "# marlsched " << MARLSCHED_VERSION << " resolved configuration\n";
+    std::string g;
+    for (const auto& e : entries_) {
+      if (e.group != g) {
+        g = e.group;
+        os << "\n# " << g << "\n";
+      }
+      os << e.flag << " = " << e.value() << "\n";
+    }
+    return os.str();
+  }
+
+ private:
+  template <class T>
+  void opt(const std::string& f, T& v, const std::string& h) {
+    app_->add_option("--" + f, v, h)->capture_default_str()->group(group_);
+    entries_.push_back({group_, f, [&v] { return toml(v); }});
+  }
+  template <class T>
+  void vec(const std::string& f, std::vector<T>& v, const std::string& h) {
+    app_->add_option("--" + f, v, h)->delimiter(',')->capture_default_str()->group(group_);
+    entries_.push_back({group_, f, [&v] { return toml(v); }});
+  }
+  CLI::App* app_;
+  std::string group_ = "Options";
+  std::vector<Entry> entries_;
+};
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+/// Applies a TOML file to a subcommand: keys are long option names ('_' may stand for '-');
+/// [sections] only organise the file. Values given as flags win.
+void apply_config_file(CLI::App* sub, const Binder& binder, const std::string& path) {
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_file(path);
+  } catch (const CLI::Error& e) {
+    MARLSCHED_THROW(ConfigError, "cannot read config file '" << path << "': " << e.what());
+  }
+  for (const auto& item : items) {
+    if (item.name == "++" || item.name == "--") continue;  // section open/close markers
+    std::string key = item.name;
+    for (auto& ch : key)
+      if (ch == '_') ch = '-';
+    CLI::Option* op = sub->get_option_no_throw("--" + key);
+    if (op == nullptr || key == "config" || key == "help") {
+      std::string best;
+      std::size_t bd = SIZE_MAX;
+      for (const auto& e : binder.entries()) {
+        const auto d = edit_distance(key, e.flag);
+        if (d < bd) {
+          bd = d;
+          best = e.flag;
+        }
+      }
+      std::ostringstream os;
+      os << path << ": unknown config key '" << item.fullname() << "'";
+      if (bd <= std::max<std::size_t>(2, key.size() / 3)) os << " (did you mean '" << best << "'?)";
+      MARLSCHED_THROW(ConfigError, os.str());
+    }
+    if (op->count() > 0) continue;  // the command line wins
+    try {
+      op->add_result(item.inputs);
+      op->run_callback();
+    } catch (const CLI::Error& e) {
+      MARLSCHED_THROW(ConfigError, path << ": bad value for '" << key << "': " << e.what());
+    }
+  }
+}
+
+/// Everything a run-like subcommand binds.
+struct Command {
+  CLI::App* app = nullptr;
+  std::unique_ptr<Binder> binder;
+  RunConfig run;
+  LearnerConfigs learners;
+  std::vector<std::unique_ptr<EnvConfig>> envs;  // one per registered env, registry order
+  std::string config_path;
+  bool print_config = false;
+
+  void bind(CLI::App* a) {
+    app = a;
+    binder = std::make_unique<Binder>(a);
+    a->add_option("--config", config_path, "TOML config file; flags given too override it")
+        ->check(CLI::ExistingFile);
+    a->add_flag("--print-config", print_config, "print the resolved configuration as TOML and exit");
+    run.bind(*binder);
+    for (const auto& e : env_registry()) {
+      envs.push_back(e.make_config());
+      envs.back()->bind(*binder);
+    }
+    learners.bind(*binder);
+  }
+  EnvConfig& env_config() {
+    const auto& reg = env_registry();
+    for (std::size_t i = 0; i < reg.size(); ++i)
+      if (reg[i].name == run.env) return *envs[i];
+    find_env(run.env);  // throws with the known names
+    return *envs[0];
+  }
+};
+
+struct Prepared {
+  std::unique_ptr<EnvFactory> factory;
+};
+
+/// Phase 1 (no collectives): config file, validation, env data loading.
+Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner) {
+  if (!cmd.config_path.empty()) apply_config_file(cmd.app, *cmd.binder, cmd.config_path);
+  cmd.run.validate();
+  if (needs_learner) cmd.learners.validate(cmd.run.algo);
+  const int n = cmd.run.agents_per_rank * comm.size();
+  const auto& entry = find_env(cmd.run.env);
+  auto& ec = cmd.env_config();
+  ec.validate(n);
+  Prepared p;
+  p.factory = entry.make_factory(ec, n);
+  return p;
+}
+
+}  // namespace
+
+int run(int argc, char** argv, const dist::Comm& comm) {
+  const bool root = comm.is_root();
+  CLI::App app{"marlsched " MARLSCHED_VERSION
+               ": multi-agent reinforcement-learning schedulers trained across MPI ranks.\n"
+               "Each MPI rank hosts --agents-per-rank agents (data centers) with their env shards."};
+  app.set_version_flag("--version", std::string(MARLSCHED_VERSION " (" MARLSCHED_GIT_REVISION ")"));
+  app.require_subcommand(1);
+
+  Command train_cmd, eval_cmd, base_cmd;
+  train_cmd.bind(app.add_subcommand("train", "train a learner (default: MAPPO on geodc)"));
+  eval_cmd.bind(app.add_subcommand(
+      "eval", "evaluate a trained run's policy against every heuristic baseline on held-out seeds"));
+  std::string eval_run_dir, eval_out;
+  std::vector<std::string> eval_baselines = heuristic_names();
+  bool greedy = false;
+  eval_cmd.app->add_option("--model", eval_run_dir, "run directory holding the trained model")
+      ->check(CLI::ExistingDirectory);
+  eval_cmd.app->add_option("--out", eval_out, "where to write eval.csv and eval.md (default: the model's run dir)");
+  eval_cmd.app->add_option("--baselines", eval_baselines, "heuristics to compare against")->delimiter(',');
+  eval_cmd.app->add_flag("--greedy", greedy, "take the most probable action instead of sampling");
+  base_cmd.bind(app.add_subcommand("baselines", "evaluate the heuristic baselines only"));
+  std::vector<std::string> base_list = heuristic_names();
+  base_cmd.app->add_option("--baselines", base_list, "heuristics to evaluate")->delimiter(',');
+
+  auto* gen = app.add_subcommand(
+      "gen-data", "write the project's synthetic traces (Electricity Maps and price formats) and a "
+                  "sample pai_task_table");
+  std::string gen_out = "data/generated";
+  int gen_days = 14, gen_tasks = 200;
+  gen->add_option("--out", gen_out, "output directory")->capture_default_str();
+  gen->add_option("--days", gen_days, "days of hourly trace per zone")->capture_default_str();
+  gen->add_option("--tasks", gen_tasks, "rows of the sample pai_task_table")->capture_default_str();
+  auto* list = app.add_subcommand("list", "list environments, learners and baselines");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (root) return app.exit(e);
+    std::ostringstream sink;
+    return app.exit(e, sink, sink);
+  }
+
+  // Phase 1: everything that can fail on bad input, before any collective. Every rank runs the
+  // same deterministic checks; the lowest failing rank reports and all exit with code 2.
+  Command* cmd = train_cmd.app->parsed()  ? &train_cmd
+                 : eval_cmd.app->parsed() ? &eval_cmd
+                 : base_cmd.app->parsed() ? &base_cmd
+                                          : nullptr;
+  Prepared prep;
+  std::string failure;
+  try {
+    if (cmd != nullptr && cmd == &eval_cmd && eval_cmd.config_path.empty() && !eval_run_dir.empty() &&
+        std::filesystem::exists(eval_run_dir + "/config.toml"))
+      eval_cmd.config_path = eval_run_dir + "/config.toml";
+    if (cmd != nullptr) {
+      if (cmd->print_config && cmd->config_path.empty()) {
+        if (root) std::cout << cmd->binder->to_toml();
+        return 0;
+      }
+      prep = prepare(*cmd, comm, cmd != &base_cmd);
+      if (cmd->print_config) {
+        if (root) std::cout << cmd->binder->to_toml();
+        return 0;
+      }
+      set_torch_threads(cmd->run.threads);
+    }
+    if (cmd == &eval_cmd) {
+      MARLSCHED_REQUIRE(!eval_run_dir.empty(), "eval needs --model RUN_DIR (a trained run)");
+      const std::string mp = model_path(eval_run_dir, comm.rank());
+      MARLSCHED_REQUIRE(std::filesystem::exists(mp),
+                        "no model for rank " << comm.rank() << " in '" << eval_run_dir << "' ("
+                                             << mp << "): was it trained with " << comm.size()
+                                             << " ranks?");
+      for (const auto& b : eval_baselines) make_heuristic(b, prep.factory->spec(), 0, 0);
+    }
+    if (cmd == &base_cmd)
+      for (const auto& b : base_list) make_heuristic(b, prep.factory->spec(), 0, 0);
+  } catch (const std::exception& e) {
+    const auto* me = dynamic_cast<const Error*>(&e);
+    failure = std::string(e.what()) + (me && !me->where().empty() && !dynamic_cast<const ConfigError*>(&e) &&
+                                               !dynamic_cast<const InputError*>(&e)
+                                           ? " (at " + me->where() + ")"
+                                           : "");
+  }
+  const int bad = comm.allreduce_min(failure.empty() ? INT_MAX : comm.rank());
+  if (bad != INT_MAX) {
+    if (comm.rank() == bad)
+      std::cerr << "marlsched: error" << (bad != 0 ? " on rank " + std::to_string(bad) : "")
+                << ": " << failure << std::endl;
+    return 2;
+  }
+
+  // Phase 2: the run itself. An error here may leave peers inside a collective, so the failing
+  // rank prints its message and aborts the whole job.
+  try {
+    if (cmd == &train_cmd) {
+      const auto summary =
+          train(train_cmd.run, train_cmd.learners, *prep.factory, comm, train_cmd.binder->to_toml());
+      if (train_cmd.run.eval_after)
+        evaluate_all(train_cmd.run, train_cmd.learners, *prep.factory, comm, train_cmd.run.run_dir,
+                     heuristic_names(), false, train_cmd.run.run_dir);
+      return summary.parameters_identical ? 0 : 3;
+    }
+    if (cmd == &eval_cmd) {
+      evaluate_all(eval_cmd.run, eval_cmd.learners, *prep.factory, comm, eval_run_dir,
+                   eval_baselines, greedy, eval_out.empty() ? eval_run_dir : eval_out);
+      return 0;
+    }
+    if (cmd == &base_cmd) {
+      evaluate_all(base_cmd.run, base_cmd.learners, *prep.factory, comm, "", base_list, false, "");
+      return 0;
+    }
+    if (gen->parsed()) {
+      if (root) {
+        std::filesystem::create_directories(gen_out);
+        std::int64_t t0 = 0;
+        csv::parse_datetime("2023-01-01 00:00", t0);
+        for (const auto& z : geodc::builtin_zones()) {
+          const auto& p = geodc::zone_profile(z);
+          geodc::write_carbon_csv(gen_out + "/" + z + "_synthetic_hourly.csv",
+                                  geodc::synth_carbon(p, t0 / 3600, gen_days * 24, 2023), z);
+          geodc::write_price_csv(gen_out + "/" + z + "_synthetic_prices.csv",
+                                 geodc::synth_price(p, t0 / 3600, gen_days * 24, 2023));
+        }
+        geodc::write_pai_task_table(gen_out + "/pai_task_table_sample.csv", gen_tasks, 2020);
+        std::cout << "wrote synthetic traces for " << geodc::builtin_zones().size()
+                  << " zones and a pai_task_table sample into " << gen_out << std::endl;
+      }
+      return 0;
+    }
+    if (list->parsed() && root) {
+      std::cout << "environments:\n";
+      for (const auto& e : env_registry()) std::cout << "  " << e.name << "  " << e.description << "\n";
+      std::cout << "learners:\n";
+      for (const auto& l : learner_names()) std::cout << "  " << l << "\n";
+      std::cout << "baselines:\n";
+      for (const auto& b : heuristic_names()) std::cout << "  " << b << "\n";
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    const auto* me = dynamic_cast<const Error*>(&e);
+    std::cerr << "marlsched: error on rank " << comm.rank() << " of " << comm.size() << ": "
+              << e.what() << (me && !me->where().empty() ? " (at " + me->where() + ")" : "")
+              << "; aborting the job" << std::endl;
+    comm.abort(1);
+  }
+}
+
+}  // namespace marlsched::cli

@@ -1,0 +1,109 @@
+#pragma once
+/// \file env.hpp
+/// The environment interface. An environment is split into shards, one per agent (a data
+/// center, an edge cluster). A shard never talks to another shard: work it hands to another
+/// site leaves through `act()` as plain `WorkRecord`s, and the framework (src/train/world.*)
+/// moves them between ranks with MPI and delivers them with `receive()`.
+///
+/// One decision step of a world of N shards is:
+///   1. every shard `observe()`s; the framework allgathers the observations (global state);
+///   2. each agent chooses an action; `act()` applies it and may emit outgoing work;
+///   3. `advance()` simulates one time slot and returns the reward and its components;
+///   4. the framework exchanges the outgoing work; destination shards `receive()` it.
+/// At a step boundary no work is in flight: it sits in some shard (possibly not yet usable
+/// because its transfer is still running, which the shard models itself).
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/options.hpp"
+
+namespace marlsched {
+
+/// Static description of an environment's shards (identical for every shard of one world).
+struct EnvSpec {
+  std::string name;
+  /// Observation field names, in order. The first `num_public` are the site's public summary
+  /// that peers may use to decide (e.g. free capacity, carbon intensity, price).
+  std::vector<std::string> obs_fields;
+  int num_public = 0;
+  /// Action meanings, in order (discrete action space).
+  std::vector<std::string> action_names;
+  /// Reward component names; `StepOutcome::components` follows this order.
+  std::vector<std::string> reward_components;
+  /// Steps per episode (episodes end by truncation).
+  int episode_length = 0;
+
+  int obs_dim() const { return static_cast<int>(obs_fields.size()); }
+  int num_actions() const { return static_cast<int>(action_names.size()); }
+  /// Index of a named observation field; throws if absent.
+  int obs_index(const std::string& field) const;
+};
+
+/// Work handed from one shard to another (a job, a query). The payload is opaque to the
+/// framework; `dest` is the destination agent index within the same world.
+struct WorkRecord {
+  std::int32_t dest = 0;
+  std::vector<std::byte> payload;
+};
+
+/// What one slot produced at one shard.
+struct StepOutcome {
+  double reward = 0.0;
+  std::vector<double> components;  ///< follows EnvSpec::reward_components
+  bool terminated = false;         ///< the MDP reached a terminal state
+  bool truncated = false;          ///< the episode was cut by its time limit
+};
+
+/// Read-only view of the allgathered observations of one world: `num_agents` rows of
+/// `obs_dim` floats.
+struct GlobalObs {
+  const float* data = nullptr;
+  int num_agents = 0;
+  int obs_dim = 0;
+  const float* row(int agent) const { return data + static_cast<std::ptrdiff_t>(agent) * obs_dim; }
+};
+
+/// One agent's part of one environment copy.
+class Shard {
+ public:
+  virtual ~Shard() = default;
+  virtual const EnvSpec& spec() const = 0;
+  /// Starts an episode. `world_seed` is identical for all shards of one world and episode
+  /// (shared exogenous state such as the trace start hour); `shard_seed` is this shard's own.
+  virtual void reset(std::uint64_t world_seed, std::uint64_t shard_seed) = 0;
+  /// Writes `spec().obs_dim()` floats.
+  virtual void observe(float* out) const = 0;
+  /// Applies the agent's decision for the current slot; appends outgoing work to `outbox`.
+  virtual void act(int action, const GlobalObs& global, std::vector<WorkRecord>& outbox) = 0;
+  /// Simulates the current slot.
+  virtual StepOutcome advance() = 0;
+  /// Accepts work sent by another shard during the step that just ended.
+  virtual void receive(const WorkRecord& record) = 0;
+  /// Cumulative counters since construction (for conservation checks and metrics).
+  virtual std::map<std::string, double> counters() const = 0;
+};
+
+/// Makes the shards of one environment for one run (shares loaded data between shards).
+class EnvFactory {
+ public:
+  virtual ~EnvFactory() = default;
+  virtual const EnvSpec& spec() const = 0;
+  /// A shard for `agent` (0 <= agent < num_agents); one per agent and environment copy.
+  virtual std::unique_ptr<Shard> make_shard(int agent) const = 0;
+};
+
+/// Environment-specific configuration: binds its options, validates itself.
+class EnvConfig {
+ public:
+  virtual ~EnvConfig() = default;
+  virtual void bind(OptionBinder& binder) = 0;
+  /// Throws ConfigError naming the bad value. `num_agents` is the run's agent count.
+  virtual void validate(int num_agents) const = 0;
+};
+
+}  // namespace marlsched

@@ -1,0 +1,31 @@
+#pragma once
+/// \file options.hpp
+/// Config structs describe their own options through this interface, so that `envs/` and
+/// `agents/` never depend on CLI11: `launch/` implements it with CLI11 (flags and the TOML config
+/// file), tests can implement it with anything. Flags are long names without the leading "--".
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace marlsched {
+
+class OptionBinder {
+ public:
+  virtual ~OptionBinder() = default;
+  /// Starts a named group (a section in --help and in the printed config).
+  virtual void group(const std::string& name) = 0;
+  virtual void add(const std::string& flag, int& value, const std::string& help) = 0;
+  virtual void add(const std::string& flag, std::int64_t& value, const std::string& help) = 0;
+  virtual void add(const std::string& flag, std::uint64_t& value, const std::string& help) = 0;
+  virtual void add(const std::string& flag, double& value, const std::string& help) = 0;
+  virtual void add(const std::string& flag, bool& value, const std::string& help) = 0;
+  virtual void add(const std::string& flag, std::string& value, const std::string& help) = 0;
+  virtual void add(const std::string& flag, std::vector<int>& value, const std::string& help) = 0;
+  virtual void add(const std::string& flag, std::vector<double>& value,
+                   const std::string& help) = 0;
+  virtual void add(const std::string& flag, std::vector<std::string>& value,
+                   const std::string& help) = 0;
+};
+
+}  // namespace marlsched

@@ -1,0 +1,114 @@
+#include "dist/comm.hpp"
+
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+namespace marlsched::dist {
+
+void throw_mpi_error(int code, const char* call, const char* file, int line) {
+  char msg[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(code, msg, &len);
+  std::ostringstream os;
+  os << "MPI call failed: " << call << ": " << std::string(msg, static_cast<std::size_t>(len));
+  throw MpiError(os.str(), detail::where(file, line));
+}
+
+Session::Session(int* argc, char*** argv) {
+  int init = 0;
+  MPI_Initialized(&init);
+  if (!init) {
+    int provided = 0;
+    MARLSCHED_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+    owns_ = true;
+  }
+}
+
+Session::~Session() {
+  if (!owns_) return;
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin) MPI_Finalize();
+}
+
+Comm Comm::world() {
+  MPI_Comm c = MPI_COMM_NULL;
+  MARLSCHED_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+  return Comm(c, true);
+}
+
+Comm::Comm(MPI_Comm c, bool owned) : comm_(c), owned_(owned) {
+  MARLSCHED_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  MARLSCHED_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  MARLSCHED_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+}
+
+Comm::~Comm() {
+  if (owned_ && comm_ != MPI_COMM_NULL) {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) MPI_Comm_free(&comm_);
+  }
+}
+
+Comm::Comm(Comm&& o) noexcept
+    : comm_(o.comm_), owned_(o.owned_), rank_(o.rank_), size_(o.size_) {
+  o.comm_ = MPI_COMM_NULL;
+  o.owned_ = false;
+}
+
+Comm& Comm::operator=(Comm&& o) noexcept {
+  if (this != &o) {
+    this->~Comm();
+    comm_ = o.comm_;
+    owned_ = o.owned_;
+    rank_ = o.rank_;
+    size_ = o.size_;
+    o.comm_ = MPI_COMM_NULL;
+    o.owned_ = false;
+  }
+  return *this;
+}
+
+void Comm::barrier() const { MARLSCHED_MPI_CHECK(MPI_Barrier(comm_)); }
+
+std::vector<std::vector<std::byte>> Comm::alltoallv(
+    const std::vector<std::vector<std::byte>>& send) const {
+  MARLSCHED_CHECK(static_cast<int>(send.size()) == size_,
+                  "alltoallv needs one buffer per rank, got " << send.size());
+  std::vector<int> scount(size_), rcount(size_), sdisp(size_), rdisp(size_);
+  std::size_t total = 0;
+  for (int r = 0; r < size_; ++r) {
+    MARLSCHED_CHECK(send[r].size() < static_cast<std::size_t>(std::numeric_limits<int>::max()),
+                    "alltoallv message to rank " << r << " exceeds 2 GiB");
+    scount[r] = static_cast<int>(send[r].size());
+    sdisp[r] = static_cast<int>(total);
+    total += send[r].size();
+  }
+  MARLSCHED_CHECK(total < static_cast<std::size_t>(std::numeric_limits<int>::max()),
+                  "alltoallv send volume exceeds 2 GiB");
+  std::vector<std::byte> sbuf(total);
+  for (int r = 0; r < size_; ++r)
+    if (!send[r].empty()) std::copy(send[r].begin(), send[r].end(), sbuf.begin() + sdisp[r]);
+  MARLSCHED_MPI_CHECK(MPI_Alltoall(scount.data(), 1, MPI_INT, rcount.data(), 1, MPI_INT, comm_));
+  std::size_t rtotal = 0;
+  for (int r = 0; r < size_; ++r) {
+    rdisp[r] = static_cast<int>(rtotal);
+    rtotal += static_cast<std::size_t>(rcount[r]);
+  }
+  std::vector<std::byte> rbuf(rtotal);
+  MARLSCHED_MPI_CHECK(MPI_Alltoallv(sbuf.data(), scount.data(), sdisp.data(), MPI_BYTE,
+                                    rbuf.data(), rcount.data(), rdisp.data(), MPI_BYTE, comm_));
+  std::vector<std::vector<std::byte>> out(size_);
+  for (int r = 0; r < size_; ++r)
+    out[r].assign(rbuf.begin() + rdisp[r], rbuf.begin() + rdisp[r] + rcount[r]);
+  return out;
+}
+
+void Comm::abort(int code) const {
+  MPI_Abort(comm_ == MPI_COMM_NULL ? MPI_COMM_WORLD : comm_, code);
+  std::_Exit(code);
+}
+
+}  // namespace marlsched::dist

@@ -1,0 +1,115 @@
+#pragma once
+/// \file comm.hpp
+/// MPI runtime: an RAII session, a communicator, and the three collectives the trainer needs
+/// (observation allgather, forwarded-work alltoallv, flattened allreduce). Every MPI call goes
+/// through MARLSCHED_MPI_CHECK on a communicator whose error handler is MPI_ERRORS_RETURN, so
+/// an MPI failure becomes a `marlsched::MpiError` with context, which `main` turns into one
+/// message and an MPI_Abort (no rank is left waiting in a collective).
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace marlsched::dist {
+
+/// Throws MpiError with MPI's own error string and the failing call.
+void throw_mpi_error(int code, const char* call, const char* file, int line);
+
+#define MARLSCHED_MPI_CHECK(call)                                                     \
+  do {                                                                                \
+    const int marlsched_rc_ = (call);                                                 \
+    if (marlsched_rc_ != MPI_SUCCESS)                                                 \
+      ::marlsched::dist::throw_mpi_error(marlsched_rc_, #call, __FILE__, __LINE__);  \
+  } while (0)
+
+/// MPI datatype for a C++ arithmetic type.
+template <class T>
+MPI_Datatype mpi_type();
+template <>
+inline MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
+template <>
+inline MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+template <>
+inline MPI_Datatype mpi_type<int>() { return MPI_INT; }
+template <>
+inline MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }
+template <>
+inline MPI_Datatype mpi_type<std::uint64_t>() { return MPI_UINT64_T; }
+
+/// Initialises MPI (MPI_THREAD_FUNNELED) on construction and finalises it on destruction, unless
+/// MPI was already initialised by someone else. Also sets libtorch-free process defaults.
+class Session {
+ public:
+  Session(int* argc, char*** argv);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+ private:
+  bool owns_ = false;
+};
+
+/// A communicator handle (not owning MPI_COMM_WORLD; owning duplicates made by `dup()`).
+class Comm {
+ public:
+  /// The world communicator, duplicated so that our error handler is ours alone.
+  static Comm world();
+  Comm() = default;
+  explicit Comm(MPI_Comm c, bool owned);
+  ~Comm();
+  Comm(Comm&& o) noexcept;
+  Comm& operator=(Comm&& o) noexcept;
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool is_root() const { return rank_ == 0; }
+  MPI_Comm raw() const { return comm_; }
+
+  void barrier() const;
+  /// Every rank sends `count` items; `recv` receives size()*count items in rank order.
+  template <class T>
+  void allgather(const T* send, int count, T* recv) const {
+    MARLSCHED_MPI_CHECK(MPI_Allgather(send, count, mpi_type<T>(), recv, count, mpi_type<T>(), comm_));
+  }
+  /// In-place elementwise sum over ranks.
+  template <class T>
+  void allreduce_sum(T* data, int count) const {
+    MARLSCHED_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, count, mpi_type<T>(), MPI_SUM, comm_));
+  }
+  template <class T>
+  T allreduce_max(T v) const {
+    MARLSCHED_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, mpi_type<T>(), MPI_MAX, comm_));
+    return v;
+  }
+  template <class T>
+  T allreduce_min(T v) const {
+    MARLSCHED_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, mpi_type<T>(), MPI_MIN, comm_));
+    return v;
+  }
+  template <class T>
+  void bcast(T* data, int count, int root = 0) const {
+    MARLSCHED_MPI_CHECK(MPI_Bcast(data, count, mpi_type<T>(), root, comm_));
+  }
+  /// Variable-size all-to-all of bytes: `send[r]` goes to rank r; returns what each rank sent
+  /// here, indexed by source rank. One MPI_Alltoall of counts, then one MPI_Alltoallv.
+  std::vector<std::vector<std::byte>> alltoallv(
+      const std::vector<std::vector<std::byte>>& send) const;
+
+  /// Aborts every rank of the job with `code`.
+  [[noreturn]] void abort(int code) const;
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool owned_ = false;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace marlsched::dist

@@ -1,0 +1,133 @@
+#include "train/evaluate.hpp"
+
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+#include "train/world.hpp"
+
+namespace marlsched {
+
+EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& comm,
+                 const EvalSettings& s) {
+  World world(factory, comm, s.agents_per_rank, s.copies, s.seed);
+  const auto& spec = world.spec();
+  const int rounds = (s.episodes + s.copies - 1) / s.copies;
+  const int nc = static_cast<int>(spec.reward_components.size());
+  const int util_idx = [&] {
+    for (int i = 0; i < nc; ++i)
+      if (spec.reward_components[static_cast<std::size_t>(i)] == "utilization") return i;
+    return -1;
+  }();
+  EvalRow row;
+  row.policy = policy.name();
+  row.components.assign(static_cast<std::size_t>(nc), 0.0);
+  std::vector<double> returns;
+  double util_sum = 0, util_n = 0;
+  world.reset();
+  PolicyInput in;
+  in.spec = &spec;
+  in.copies = world.copies();
+  in.num_agents = world.num_agents();
+  in.first_agent = world.first_agent();
+  in.local_agents = world.local_agents();
+  std::vector<int> actions;
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<double> ep_ret(static_cast<std::size_t>(s.copies), 0.0);
+    bool finished = false;
+    while (!finished) {
+      in.global.clear();
+      in.episode_step.clear();
+      for (int c = 0; c < world.copies(); ++c) {
+        in.global.push_back(world.obs(c));
+        in.episode_step.push_back(world.episode_step(c));
+      }
+      policy.act(in, actions);
+      world.step(actions);
+      for (int c = 0; c < world.copies(); ++c)
+        for (int a = 0; a < world.num_agents(); ++a) {
+          ep_ret[static_cast<std::size_t>(c)] += world.reward(c, a);
+          for (int i = 0; i < nc; ++i) row.components[static_cast<std::size_t>(i)] += world.component(c, a, i);
+          if (util_idx >= 0) {
+            util_sum += world.component(c, a, util_idx);
+            util_n += 1;
+          }
+        }
+      finished = world.done(0);
+    }
+    for (double v : ep_ret) returns.push_back(v);
+  }
+  row.episodes = static_cast<int>(returns.size());
+  double m = 0, m2 = 0;
+  for (double v : returns) m += v;
+  m /= row.episodes;
+  for (double v : returns) m2 += (v - m) * (v - m);
+  row.utility = m;
+  row.utility_sd = row.episodes > 1 ? std::sqrt(m2 / (row.episodes - 1)) : 0.0;
+  for (auto& c : row.components) c /= row.episodes;
+  row.utilization = util_n > 0 ? util_sum / util_n : 0.0;
+  return row;
+}
+
+std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& rows,
+                              bool markdown) {
+  std::vector<std::string> head = {"policy", "utility", "± sd"};
+  for (const auto& c : spec.reward_components)
+    if (c != "utilization") head.push_back(c);
+  head.push_back("gpu_util");
+  std::vector<std::vector<std::string>> cells;
+  auto fmt = [](double v, int prec) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(prec) << v;
+    return os.str();
+  };
+  for (const auto& r : rows) {
+    std::vector<std::string> line = {r.policy, fmt(r.utility, 2), fmt(r.utility_sd, 2)};
+    for (std::size_t i = 0; i < spec.reward_components.size(); ++i)
+      if (spec.reward_components[i] != "utilization") line.push_back(fmt(r.components[i], 2));
+    line.push_back(fmt(r.utilization, 3));
+    cells.push_back(line);
+  }
+  std::vector<std::size_t> w(head.size());
+  for (std::size_t j = 0; j < head.size(); ++j) {
+    w[j] = head[j].size();
+    for (const auto& l : cells) w[j] = std::max(w[j], l[j].size());
+  }
+  std::ostringstream os;
+  auto emit = [&](const std::vector<std::string>& l) {
+    if (markdown) os << "| ";
+    for (std::size_t j = 0; j < l.size(); ++j) {
+      if (j == 0)
+        os << std::left << std::setw(static_cast<int>(w[j])) << l[j];
+      else
+        os << std::right << std::setw(static_cast<int>(w[j])) << l[j];
+      os << (markdown ? (j + 1 < l.size() ? " | " : " |") : (j + 1 < l.size() ? "  " : ""));
+    }
+    os << '\n';
+  };
+  emit(head);
+  if (markdown) {
+    os << '|';
+    for (std::size_t j = 0; j < head.size(); ++j)
+      os << (j == 0 ? ":" : "") << std::string(w[j] + 1, '-') << (j == 0 ? "" : ":") << '|';
+    os << '\n';
+  }
+  for (const auto& l : cells) emit(l);
+  return os.str();
+}
+
+std::string format_eval_csv(const EnvSpec& spec, const std::vector<EvalRow>& rows) {
+  std::ostringstream os;
+  os << "policy,episodes,utility,utility_sd";
+  for (const auto& c : spec.reward_components) os << ',' << c;
+  os << ",gpu_util\n";
+  os << std::setprecision(10);
+  for (const auto& r : rows) {
+    os << r.policy << ',' << r.episodes << ',' << r.utility << ',' << r.utility_sd;
+    for (double c : r.components) os << ',' << c;
+    os << ',' << r.utilization << '\n';
+  }
+  return os.str();
+}
+
+}  // namespace marlsched

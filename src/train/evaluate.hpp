@@ -1,0 +1,42 @@
+#pragma once
+/// \file evaluate.hpp
+/// Runs policies for whole episodes and summarises the system-level outcome, so that a learned
+/// policy and every heuristic baseline are compared on the same seeds (the same episode start
+/// days and the same arrival streams).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agents/policy.hpp"
+#include "core/env.hpp"
+#include "dist/comm.hpp"
+
+namespace marlsched {
+
+/// Per-episode system totals (summed over agents and slots), averaged over episodes.
+struct EvalRow {
+  std::string policy;
+  int episodes = 0;
+  double utility = 0, utility_sd = 0;  ///< episode return of the system (sum of rewards)
+  std::vector<double> components;      ///< env reward components, per episode
+  double utilization = 0;              ///< mean GPU utilisation over agents and slots
+};
+
+struct EvalSettings {
+  int agents_per_rank = 1;
+  int copies = 1;
+  int episodes = 4;  ///< rounded up to a multiple of copies
+  std::uint64_t seed = 1000;
+};
+
+/// Collective over `comm`: every rank calls it with the same settings.
+EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& comm,
+                 const EvalSettings& s);
+
+/// A table with one row per policy: utility, each reward component, utilisation.
+std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& rows,
+                              bool markdown);
+std::string format_eval_csv(const EnvSpec& spec, const std::vector<EvalRow>& rows);
+
+}  // namespace marlsched

@@ -1,0 +1,296 @@
+#include "train/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "agents/baselines/heuristics.hpp"
+#include "core/error.hpp"
+#include "train/evaluate.hpp"
+#include "train/world.hpp"
+
+namespace marlsched {
+
+void RunConfig::bind(OptionBinder& b) {
+  b.group("Run");
+  b.add("env", env, "environment name (geodc)");
+  b.add("algo", algo, "learning algorithm (mappo)");
+  b.add("seed", seed, "root seed: env copies, agents, ranks derive theirs from it");
+  b.add("iterations", iterations, "training iterations (rollout + update)");
+  b.add("agents-per-rank", agents_per_rank, "agents hosted by each MPI rank");
+  b.add("envs-per-rank", envs_per_rank, "environment copies per rank");
+  b.add("run-dir", run_dir, "output directory of the run");
+  b.add("eval-episodes", eval_episodes, "episodes per policy in evaluation");
+  b.add("eval-seed", eval_seed, "seed of evaluation episodes (held out from training)");
+  b.add("eval-after", eval_after, "evaluate against the baselines after training");
+  b.add("check-every", check_every, "iterations between cross-rank parameter identity checks");
+  b.add("threads", threads, "torch intra-op threads per rank");
+  b.add("quiet", quiet, "no per-iteration progress lines");
+}
+
+void RunConfig::validate() const {
+  MARLSCHED_REQUIRE(iterations >= 0, "--iterations must be >= 0, got " << iterations);
+  MARLSCHED_REQUIRE(agents_per_rank >= 1, "--agents-per-rank must be >= 1, got " << agents_per_rank);
+  MARLSCHED_REQUIRE(envs_per_rank >= 1, "--envs-per-rank must be >= 1, got " << envs_per_rank);
+  MARLSCHED_REQUIRE(!run_dir.empty(), "--run-dir must not be empty");
+  MARLSCHED_REQUIRE(eval_episodes >= 1, "--eval-episodes must be >= 1");
+  MARLSCHED_REQUIRE(check_every >= 1, "--check-every must be >= 1");
+  MARLSCHED_REQUIRE(threads >= 1, "--threads must be >= 1");
+}
+
+std::string model_path(const std::string& run_dir, int rank) {
+  return run_dir + "/model-rank-" + std::to_string(rank) + ".pt";
+}
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Test hook: MARLSCHED_FAIL_AT="RANK:ITERATION" throws on that rank at that iteration.
+void maybe_inject_fault(int rank, int iteration) {
+  const char* v = std::getenv("MARLSCHED_FAIL_AT");
+  if (v == nullptr) return;
+  int r = -1, it = -1;
+  if (std::sscanf(v, "%d:%d", &r, &it) == 2 && r == rank && it == iteration)
+    MARLSCHED_THROW(Error, "injected fault (MARLSCHED_FAIL_AT=" << v << ")");
+}
+
+PolicyInput input_of(const World& w) {
+  PolicyInput in;
+  in.spec = &w.spec();
+  in.copies = w.copies();
+  in.num_agents = w.num_agents();
+  in.first_agent = w.first_agent();
+  in.local_agents = w.local_agents();
+  for (int c = 0; c < w.copies(); ++c) {
+    in.global.push_back(w.obs(c));
+    in.episode_step.push_back(w.episode_step(c));
+  }
+  return in;
+}
+
+std::string fmt_eta(double s) {
+  std::ostringstream os;
+  if (s >= 3600)
+    os << static_cast<int>(s / 3600) << "h" << std::setw(2) << std::setfill('0')
+       << static_cast<int>(std::fmod(s, 3600) / 60) << "m";
+  else if (s >= 60)
+    os << static_cast<int>(s / 60) << "m" << std::setw(2) << std::setfill('0')
+       << static_cast<int>(std::fmod(s, 60)) << "s";
+  else
+    os << std::fixed << std::setprecision(0) << s << "s";
+  return os.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) MARLSCHED_THROW(InputError, "cannot write '" << tmp << "'");
+    out << text;
+    if (!out.flush()) MARLSCHED_THROW(InputError, "write failed: '" << tmp << "'");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace
+
+TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
+                   const dist::Comm& comm, const std::string& resolved_config) {
+  const bool root = comm.is_root();
+  if (root) {
+    std::filesystem::create_directories(run.run_dir);
+    write_file(run.run_dir + "/config.toml", resolved_config);
+  }
+  comm.barrier();
+
+  World world(factory, comm, run.agents_per_rank, run.envs_per_rank, run.seed);
+  const EnvSpec& spec = world.spec();
+  const int n = world.num_agents(), e = world.copies(), k = world.local_agents();
+  const int nc = static_cast<int>(spec.reward_components.size());
+  auto agent = make_learner(run.algo, learners, spec, comm, n, world.first_agent(), k, e, run.seed);
+  const int T = learners.mappo.rollout_steps;
+  const double beta = learners.mappo.team_reward;
+
+  std::ofstream metrics, timing;
+  if (root) {
+    metrics.open(run.run_dir + "/metrics.csv");
+    timing.open(run.run_dir + "/timing.csv");
+    if (!metrics || !timing) MARLSCHED_THROW(InputError, "cannot write into '" << run.run_dir << "'");
+    metrics << "iteration,env_steps,episodes,system_reward_per_slot,episode_return";
+    for (const auto& c : spec.reward_components) metrics << ',' << c << "_per_slot";
+    metrics << ",policy_loss,value_loss,entropy,approx_kl,clip_frac,grad_norm_actor,grad_norm_critic\n";
+    metrics << std::setprecision(9);
+    timing << "iteration,wall_s,env_s,exchange_s,gather_s,act_s,update_s,allreduce_s\n";
+    std::cout << "marlsched train: env " << spec.name << ", algo " << run.algo << ", " << n
+              << " agents on " << comm.size() << " ranks (" << k << " per rank), " << e
+              << " env copies per rank, " << T << " steps per rollout, " << run.iterations
+              << " iterations, run dir " << run.run_dir << std::endl;
+  }
+
+  world.reset();
+  comm.barrier();
+  const double start = now();
+  TrainSummary sum;
+  std::int64_t env_steps = 0;
+  double t_act = 0, t_update = 0, t_allreduce = 0;
+  StepFeedback fb;
+  fb.reward.resize(static_cast<std::size_t>(e * k));
+  fb.done.resize(static_cast<std::size_t>(e));
+  fb.truncated.resize(static_cast<std::size_t>(e));
+  fb.terminal.resize(static_cast<std::size_t>(e));
+  std::vector<int> actions;
+  std::vector<double> ep_return(static_cast<std::size_t>(e), 0.0);
+  for (int it = 1; it <= run.iterations; ++it) {
+    maybe_inject_fault(comm.rank(), it);
+    const double it0 = now();
+    const StepTimes before = world.times();
+    double sys_reward = 0, finished_returns = 0;
+    int episodes = 0;
+    std::vector<double> comp(static_cast<std::size_t>(nc), 0.0);
+    agent->set_training(true);
+    for (int t = 0; t < T; ++t) {
+      const double a0 = now();
+      agent->act(input_of(world), actions);
+      t_act += now() - a0;
+      world.step(actions);
+      for (int c = 0; c < e; ++c) {
+        double total = 0;
+        for (int a = 0; a < n; ++a) {
+          total += world.reward(c, a);
+          for (int i = 0; i < nc; ++i) comp[static_cast<std::size_t>(i)] += world.component(c, a, i);
+        }
+        sys_reward += total;
+        ep_return[static_cast<std::size_t>(c)] += total;
+        for (int kk = 0; kk < k; ++kk)
+          fb.reward[static_cast<std::size_t>(c * k + kk)] = static_cast<float>(
+              (1.0 - beta) * world.reward(c, world.first_agent() + kk) + beta * total / n);
+        fb.done[static_cast<std::size_t>(c)] = world.done(c) ? 1 : 0;
+        fb.truncated[static_cast<std::size_t>(c)] = world.truncated(c) ? 1 : 0;
+        if (world.done(c)) {
+          fb.terminal[static_cast<std::size_t>(c)] = world.terminal_obs(c);
+          finished_returns += ep_return[static_cast<std::size_t>(c)];
+          ep_return[static_cast<std::size_t>(c)] = 0;
+          ++episodes;
+        }
+      }
+      const double a1 = now();
+      agent->record(fb);
+      t_act += now() - a1;
+    }
+    const double u0 = now();
+    const UpdateStats us = agent->update(input_of(world));
+    t_update += now() - u0 - us.time_allreduce;
+    t_allreduce += us.time_allreduce;
+    env_steps += static_cast<std::int64_t>(T) * e * comm.size() * k;
+    const double slots = static_cast<double>(T) * e;
+    sum.last_reward = sys_reward / slots;
+    if (it % run.check_every == 0 || it == run.iterations) {
+      const bool same = agent->shared_parameters_identical();
+      sum.parameters_identical = sum.parameters_identical && same;
+      if (!same) MARLSCHED_THROW(Error, "shared parameters diverged across ranks at iteration " << it);
+    }
+    if (root) {
+      const double elapsed = now() - start;
+      const double sps = static_cast<double>(env_steps) / std::max(1e-9, elapsed);
+      const double eta = elapsed / it * (run.iterations - it);
+      metrics << it << ',' << env_steps << ',' << episodes << ',' << sys_reward / slots << ','
+              << (episodes > 0 ? finished_returns / episodes : std::nan(""));
+      for (double c : comp) metrics << ',' << c / slots;
+      metrics << ',' << us.policy_loss << ',' << us.value_loss << ',' << us.entropy << ','
+              << us.approx_kl << ',' << us.clip_frac << ',' << us.grad_norm_actor << ','
+              << us.grad_norm_critic << '\n';
+      metrics.flush();
+      const StepTimes& w = world.times();
+      timing << it << ',' << now() - it0 << ',' << w.env - before.env << ','
+             << w.exchange - before.exchange << ',' << w.gather - before.gather << ',' << t_act
+             << ',' << t_update << ',' << t_allreduce << '\n';
+      if (!run.quiet) {
+        std::ostringstream os;
+        os << std::fixed << "iter " << std::setw(4) << it << "/" << run.iterations << " | steps "
+           << std::setw(8) << env_steps << " | " << std::setprecision(0) << std::setw(6) << sps
+           << " steps/s | reward/slot " << std::setprecision(3) << std::setw(8) << sys_reward / slots;
+        for (int i = 0; i < nc; ++i)
+          os << " " << spec.reward_components[static_cast<std::size_t>(i)] << " "
+             << std::setprecision(2) << comp[static_cast<std::size_t>(i)] / slots;
+        os << " | pl " << std::setprecision(3) << us.policy_loss << " vl " << us.value_loss
+           << " ent " << us.entropy << " kl " << std::setprecision(4) << us.approx_kl << " | ETA "
+           << fmt_eta(eta);
+        std::cout << os.str() << std::endl;
+      }
+    }
+  }
+  comm.barrier();
+  sum.wall_seconds = now() - start;
+  sum.iterations = run.iterations;
+  sum.env_steps = env_steps;
+  agent->save(model_path(run.run_dir, comm.rank()));
+
+  // The slowest rank's time split.
+  const StepTimes& w = world.times();
+  double split[6] = {w.env, w.exchange, w.gather, t_act, t_update, t_allreduce};
+  double mx[6];
+  for (int i = 0; i < 6; ++i) mx[i] = comm.allreduce_max(split[i]);
+  if (root) {
+    const double wall = std::max(1e-9, sum.wall_seconds);
+    const char* names[6] = {"env step", "work exchange (alltoallv)", "obs allgather",
+                            "policy forward", "update fwd/bwd+optim", "grad allreduce"};
+    std::cout << "time split (slowest rank, " << std::fixed << std::setprecision(2) << wall
+              << " s wall, " << std::setprecision(0)
+              << static_cast<double>(env_steps) / wall << " env steps/s):";
+    for (int i = 0; i < 6; ++i)
+      std::cout << (i ? ", " : " ") << names[i] << " " << std::setprecision(1)
+                << 100.0 * mx[i] / wall << "%";
+    std::cout << "\nparameters identical on all ranks: "
+              << (sum.parameters_identical ? "yes" : "NO") << std::endl;
+  }
+  return sum;
+}
+
+void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
+                  const dist::Comm& comm, const std::string& model_run_dir,
+                  const std::vector<std::string>& baselines, bool deterministic,
+                  const std::string& out_dir) {
+  const auto& spec = factory.spec();
+  EvalSettings es;
+  es.agents_per_rank = run.agents_per_rank;
+  es.copies = run.envs_per_rank;
+  es.episodes = run.eval_episodes;
+  es.seed = run.eval_seed;
+  std::vector<EvalRow> rows;
+  const int n = run.agents_per_rank * comm.size();
+  if (!model_run_dir.empty()) {
+    auto agent = make_learner(run.algo, learners, spec, comm, n, run.agents_per_rank * comm.rank(),
+                              run.agents_per_rank, run.envs_per_rank, run.seed);
+    agent->load(model_path(model_run_dir, comm.rank()));
+    agent->set_training(false);
+    agent->set_deterministic(deterministic);
+    rows.push_back(evaluate(*agent, factory, comm, es));
+    rows.back().policy = run.algo + (deterministic ? " (greedy)" : "");
+  }
+  for (const auto& b : baselines) {
+    auto h = make_heuristic(b, spec, run.eval_seed, comm.rank());
+    rows.push_back(evaluate(*h, factory, comm, es));
+  }
+  if (comm.is_root()) {
+    std::cout << "evaluation: " << rows.front().episodes << " episodes per policy, eval seed "
+              << run.eval_seed << " (system totals per episode; utility = sum of rewards)\n"
+              << format_eval_table(spec, rows, false) << std::flush;
+    if (!out_dir.empty()) {
+      std::filesystem::create_directories(out_dir);
+      write_file(out_dir + "/eval.csv", format_eval_csv(spec, rows));
+      write_file(out_dir + "/eval.md", format_eval_table(spec, rows, true));
+    }
+  }
+  comm.barrier();
+}
+
+}  // namespace marlsched

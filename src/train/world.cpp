@@ -1,0 +1,214 @@
+#include "train/world.hpp"
+
+#include <chrono>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+namespace marlsched {
+
+namespace {
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+struct RecordHeader {
+  std::int32_t copy, dest;
+  std::uint32_t size;
+};
+}  // namespace
+
+World::World(const EnvFactory& factory, const dist::Comm& comm, int agents_per_rank, int copies,
+             std::uint64_t seed)
+    : comm_(comm),
+      spec_(factory.spec()),
+      k_(agents_per_rank),
+      copies_(copies),
+      n_(agents_per_rank * comm.size()),
+      first_(agents_per_rank * comm.rank()),
+      d_(spec_.obs_dim()),
+      c_(static_cast<int>(spec_.reward_components.size())),
+      seed_(seed) {
+  MARLSCHED_CHECK(k_ > 0 && copies_ > 0, "agents per rank and copies must be positive");
+  for (int c = 0; c < copies_; ++c)
+    for (int k = 0; k < k_; ++k) shards_.push_back(factory.make_shard(first_ + k));
+  episode_.assign(static_cast<std::size_t>(copies_), 0);
+  ep_step_.assign(static_cast<std::size_t>(copies_), 0);
+  outcome_.resize(shards_.size());
+  done_.assign(static_cast<std::size_t>(copies_), 0);
+  trunc_.assign(static_cast<std::size_t>(copies_), 0);
+  obs_.resize(static_cast<std::size_t>(copies_ * n_ * d_));
+  terminal_obs_.resize(obs_.size());
+}
+
+void World::reset_copy(int c) {
+  const auto cu = static_cast<std::uint64_t>(c);
+  const std::uint64_t world_seed = derive_seed(seed_, {cu, episode_[cu]});
+  for (int k = 0; k < k_; ++k) {
+    const auto agent = static_cast<std::uint64_t>(first_ + k);
+    shard(c, k).reset(world_seed, derive_seed(seed_, {cu, episode_[cu], agent + 1}));
+  }
+  episode_[cu] += 1;
+  ep_step_[cu] = 0;
+}
+
+void World::reset() {
+  for (int c = 0; c < copies_; ++c) reset_copy(c);
+  for (auto& o : outcome_) o = StepOutcome{};
+  for (auto& o : outcome_) o.components.assign(static_cast<std::size_t>(c_), 0.0);
+  gather(gathered_);
+  std::fill(done_.begin(), done_.end(), 0);
+}
+
+void World::gather(std::vector<float>& into) {
+  const std::size_t p = packet();
+  std::vector<float> send(static_cast<std::size_t>(copies_ * k_) * p);
+  const double t0 = now();
+  for (int c = 0; c < copies_; ++c)
+    for (int k = 0; k < k_; ++k) {
+      const std::size_t i = static_cast<std::size_t>(c * k_ + k);
+      float* row = send.data() + i * p;
+      shards_[i]->observe(row);
+      const auto& o = outcome_[i];
+      row[d_] = static_cast<float>(o.reward);
+      for (int j = 0; j < c_; ++j)
+        row[d_ + 1 + j] = o.components.empty() ? 0.f : static_cast<float>(o.components[j]);
+      row[d_ + 1 + c_] = o.terminated || o.truncated ? 1.f : 0.f;
+      row[d_ + 2 + c_] = o.truncated ? 1.f : 0.f;
+    }
+  const double t1 = now();
+  std::vector<float> recv(send.size() * static_cast<std::size_t>(comm_.size()));
+  comm_.allgather(send.data(), static_cast<int>(send.size()), recv.data());
+  const double t2 = now();
+  times_.env += t1 - t0;
+  times_.gather += t2 - t1;
+  // [rank][copy][k] -> [copy][agent]
+  into.resize(recv.size());
+  for (int r = 0; r < comm_.size(); ++r)
+    for (int c = 0; c < copies_; ++c)
+      for (int k = 0; k < k_; ++k) {
+        const float* src = recv.data() + (static_cast<std::size_t>((r * copies_ + c) * k_ + k)) * p;
+        float* dst = into.data() + static_cast<std::size_t>(c * n_ + r * k_ + k) * p;
+        std::memcpy(dst, src, p * sizeof(float));
+      }
+  for (int c = 0; c < copies_; ++c)
+    for (int a = 0; a < n_; ++a)
+      std::memcpy(obs_.data() + static_cast<std::size_t>((c * n_ + a) * d_),
+                  into.data() + static_cast<std::size_t>(c * n_ + a) * p,
+                  static_cast<std::size_t>(d_) * sizeof(float));
+}
+
+void World::step(const std::vector<int>& actions) {
+  MARLSCHED_CHECK(static_cast<int>(actions.size()) == copies_ * k_,
+                  "expected " << copies_ * k_ << " actions, got " << actions.size());
+  const double t0 = now();
+  std::vector<std::vector<std::byte>> send(static_cast<std::size_t>(comm_.size()));
+  std::vector<WorkRecord> outbox;
+  for (int c = 0; c < copies_; ++c) {
+    const GlobalObs g = obs(c);
+    for (int k = 0; k < k_; ++k) {
+      const std::size_t i = static_cast<std::size_t>(c * k_ + k);
+      outbox.clear();
+      shards_[i]->act(actions[i], g, outbox);
+      outcome_[i] = shards_[i]->advance();
+      for (auto& rec : outbox) {
+        MARLSCHED_CHECK(rec.dest >= 0 && rec.dest < n_, "work record for agent " << rec.dest);
+        auto& buf = send[static_cast<std::size_t>(rec.dest / k_)];
+        const RecordHeader h{c, rec.dest, static_cast<std::uint32_t>(rec.payload.size())};
+        const auto off = buf.size();
+        buf.resize(off + sizeof h + rec.payload.size());
+        std::memcpy(buf.data() + off, &h, sizeof h);
+        if (!rec.payload.empty())
+          std::memcpy(buf.data() + off + sizeof h, rec.payload.data(), rec.payload.size());
+        times_.records += 1;
+        times_.bytes += sizeof h + rec.payload.size();
+      }
+    }
+    ep_step_[static_cast<std::size_t>(c)] += 1;
+  }
+  const double t1 = now();
+  const auto recv = comm_.alltoallv(send);
+  const double t2 = now();
+  WorkRecord rec;
+  for (const auto& buf : recv) {
+    std::size_t off = 0;
+    while (off < buf.size()) {
+      RecordHeader h;
+      MARLSCHED_CHECK(off + sizeof h <= buf.size(), "truncated work record header");
+      std::memcpy(&h, buf.data() + off, sizeof h);
+      off += sizeof h;
+      MARLSCHED_CHECK(off + h.size <= buf.size(), "truncated work record");
+      MARLSCHED_CHECK(h.dest >= first_ && h.dest < first_ + k_ && h.copy >= 0 && h.copy < copies_,
+                      "work record for agent " << h.dest << " arrived at rank " << comm_.rank());
+      rec.dest = h.dest;
+      rec.payload.assign(buf.begin() + static_cast<std::ptrdiff_t>(off),
+                         buf.begin() + static_cast<std::ptrdiff_t>(off + h.size));
+      shard(h.copy, h.dest - first_).receive(rec);
+      off += h.size;
+    }
+  }
+  const double t3 = now();
+  times_.env += (t1 - t0) + (t3 - t2);
+  times_.exchange += t2 - t1;
+
+  gather(gathered_);
+  // Episode ends: every shard of a world must agree (shared clock).
+  bool any_done = false;
+  const std::size_t p = packet();
+  for (int c = 0; c < copies_; ++c) {
+    const float* first = gathered_.data() + static_cast<std::size_t>(c * n_) * p;
+    const bool d = first[d_ + 1 + c_] != 0.f;
+    for (int a = 1; a < n_; ++a)
+      MARLSCHED_CHECK((gathered_[static_cast<std::size_t>(c * n_ + a) * p + d_ + 1 + c_] != 0.f) == d,
+                      "env shards of copy " << c << " disagree on the episode end");
+    done_[static_cast<std::size_t>(c)] = d ? 1 : 0;
+    trunc_[static_cast<std::size_t>(c)] = first[d_ + 2 + c_] != 0.f ? 1 : 0;
+    any_done = any_done || d;
+  }
+  if (any_done) {
+    terminal_obs_ = obs_;
+    for (int c = 0; c < copies_; ++c)
+      if (done_[static_cast<std::size_t>(c)]) reset_copy(c);
+    // Re-gather observations (the new episodes' first states); keep last step's rewards.
+    std::vector<float> fresh;
+    gather(fresh);
+    for (int c = 0; c < copies_; ++c)
+      for (int a = 0; a < n_; ++a)
+        std::memcpy(gathered_.data() + static_cast<std::size_t>(c * n_ + a) * p,
+                    fresh.data() + static_cast<std::size_t>(c * n_ + a) * p,
+                    static_cast<std::size_t>(d_) * sizeof(float));
+  }
+}
+
+GlobalObs World::obs(int copy) const {
+  return GlobalObs{obs_.data() + static_cast<std::size_t>(copy * n_ * d_), n_, d_};
+}
+
+GlobalObs World::terminal_obs(int copy) const {
+  return GlobalObs{terminal_obs_.data() + static_cast<std::size_t>(copy * n_ * d_), n_, d_};
+}
+
+float World::reward(int copy, int agent) const {
+  return gathered_[static_cast<std::size_t>(copy * n_ + agent) * packet() +
+                   static_cast<std::size_t>(d_)];
+}
+
+float World::component(int copy, int agent, int i) const {
+  return gathered_[static_cast<std::size_t>(copy * n_ + agent) * packet() +
+                   static_cast<std::size_t>(d_ + 1 + i)];
+}
+
+std::map<std::string, double> World::global_counters() const {
+  std::map<std::string, double> sum;
+  for (const auto& s : shards_)
+    for (const auto& [k, v] : s->counters()) sum[k] += v;
+  std::vector<double> vals;
+  for (const auto& [k, v] : sum) vals.push_back(v);
+  // Every shard reports the same keys, so every rank packs the same layout.
+  comm_.allreduce_sum(vals.data(), static_cast<int>(vals.size()));
+  std::size_t i = 0;
+  for (auto& [k, v] : sum) v = vals[i++];
+  return sum;
+}
+
+}  // namespace marlsched

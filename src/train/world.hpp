@@ -1,0 +1,86 @@
+#pragma once
+/// \file world.hpp
+/// The environment copies hosted by one rank, and the per-step collectives that join them into
+/// worlds. A world is one copy of the whole multi-agent environment: agent a lives on rank
+/// a / K (K = agents per rank). A rank hosts K agents in each of E copies (E = envs per rank).
+///
+/// Each step costs three collectives, independent of K and E:
+///   * MPI_Alltoall + MPI_Alltoallv of forwarded work records (src/dist Comm::alltoallv);
+///   * MPI_Allgather of one packet per local shard: [observation | reward | components | done].
+/// Several agents per rank therefore run through exactly the same code path as one.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/env.hpp"
+#include "dist/comm.hpp"
+
+namespace marlsched {
+
+/// Accumulated wall time (seconds) per phase of the step loop.
+struct StepTimes {
+  double env = 0, exchange = 0, gather = 0;
+  std::uint64_t records = 0, bytes = 0;
+};
+
+class World {
+ public:
+  World(const EnvFactory& factory, const dist::Comm& comm, int agents_per_rank, int copies,
+        std::uint64_t seed);
+
+  const EnvSpec& spec() const { return spec_; }
+  int copies() const { return copies_; }
+  int local_agents() const { return k_; }
+  int num_agents() const { return n_; }
+  int first_agent() const { return first_; }
+  const dist::Comm& comm() const { return comm_; }
+
+  /// Resets every copy (new episodes) and gathers the first observations.
+  void reset();
+  /// Applies local actions, indexed [copy * K + local agent], advances one slot, exchanges work,
+  /// gathers. Copies whose episode ended are reset after their terminal data is recorded.
+  void step(const std::vector<int>& actions);
+
+  /// Global observations of a copy: num_agents rows of obs_dim (after step: the next state, or
+  /// the first state of the new episode if the copy was reset).
+  GlobalObs obs(int copy) const;
+  /// Terminal global observations of a copy whose episode ended in the last step.
+  GlobalObs terminal_obs(int copy) const;
+  /// Last step's reward of (copy, agent), any agent of the world.
+  float reward(int copy, int agent) const;
+  /// Last step's reward component `i` of (copy, agent).
+  float component(int copy, int agent, int i) const;
+  /// Whether the copy's episode ended in the last step, and whether it was a truncation.
+  bool done(int copy) const { return done_[static_cast<std::size_t>(copy)] != 0; }
+  bool truncated(int copy) const { return trunc_[static_cast<std::size_t>(copy)] != 0; }
+  /// Steps taken in the current episode of a copy.
+  int episode_step(int copy) const { return ep_step_[static_cast<std::size_t>(copy)]; }
+
+  Shard& shard(int copy, int local_agent) {
+    return *shards_[static_cast<std::size_t>(copy * k_ + local_agent)];
+  }
+  const StepTimes& times() const { return times_; }
+  /// Sum over all ranks of every shard's counter (a collective).
+  std::map<std::string, double> global_counters() const;
+
+ private:
+  void gather(std::vector<float>& into);
+  void reset_copy(int c);
+  std::size_t packet() const { return static_cast<std::size_t>(d_ + c_ + 3); }
+
+  const dist::Comm& comm_;
+  EnvSpec spec_;
+  int k_, copies_, n_, first_, d_, c_;
+  std::uint64_t seed_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::vector<std::uint64_t> episode_;
+  std::vector<int> ep_step_;
+  std::vector<StepOutcome> outcome_;
+  std::vector<float> gathered_;           // [copy][agent][packet]
+  std::vector<float> obs_, terminal_obs_;  // [copy][agent][d]
+  std::vector<char> done_, trunc_;
+  StepTimes times_;
+};
+
+}  // namespace marlsched
