@@ -22,7 +22,7 @@ struct RunConfig {
   std::string env = "geodc";
   std::string algo = "mappo";
   std::uint64_t seed = 1;
-  int iterations = 40;
+  int iterations = 100;
   int agents_per_rank = 1;
   int envs_per_rank = 4;
   std::string run_dir = "runs/default";

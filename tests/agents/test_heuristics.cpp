@@ -1,0 +1,72 @@
+#include <gtest/gtest.h>
+
+#include "agents/baselines/heuristics.hpp"
+#include "core/error.hpp"
+#include "geodc/geodc.hpp"
+
+using namespace marlsched;
+
+namespace {
+struct Fixture {
+  geodc::Config cfg;
+  EnvSpec spec = geodc::make_spec(cfg, 4);
+  std::vector<float> obs = std::vector<float>(4 * 14, 0.f);
+  PolicyInput input(int step = 0) {
+    PolicyInput in;
+    in.spec = &spec;
+    in.copies = 1;
+    in.num_agents = 4;
+    in.first_agent = 0;
+    in.local_agents = 4;
+    in.global = {GlobalObs{obs.data(), 4, 14}};
+    in.episode_step = {step};
+    return in;
+  }
+  void set(int agent, const std::string& field, float v) {
+    obs[static_cast<std::size_t>(agent * 14 + spec.obs_index(field))] = v;
+  }
+};
+std::vector<int> run(const std::string& name, Fixture& f, int step = 0) {
+  auto p = make_heuristic(name, f.spec, 1, 0);
+  std::vector<int> a;
+  auto in = f.input(step);
+  p->act(in, a);
+  return a;
+}
+}  // namespace
+
+TEST(Heuristics, LowestCarbonAndPriceSendToTheBestSite) {
+  Fixture f;
+  for (int a = 0; a < 4; ++a) {
+    f.set(a, "carbon", 1.0f - 0.1f * a);  // site 3 is cleanest
+    f.set(a, "price", 0.5f + 0.1f * a);   // site 0 is cheapest
+  }
+  EXPECT_EQ(run("lowest-carbon", f), (std::vector<int>{4 + 3, 4 + 3, 4 + 3, 3}));
+  EXPECT_EQ(run("lowest-price", f), (std::vector<int>{0, 4 + 0, 4 + 0, 4 + 0}));
+}
+
+TEST(Heuristics, LocalOnlyLeastLoadedRoundRobin) {
+  Fixture f;
+  for (int a = 0; a < 4; ++a) f.set(a, "free_gpu_frac", a == 2 ? 0.9f : 0.1f);
+  EXPECT_EQ(run("local-only", f), (std::vector<int>{0, 1, 2, 3}));
+  const auto ll = run("least-loaded", f);
+  EXPECT_EQ(ll[0], 2);
+  EXPECT_EQ(ll[1], 2);
+  EXPECT_NE(ll[2], 2);  // never itself as the overflow target
+  EXPECT_EQ(run("round-robin", f, 0), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(run("round-robin", f, 1), (std::vector<int>{4 + 1, 4 + 2, 4 + 3, 4 + 0}));
+}
+
+TEST(Heuristics, RandomCoversTheActionSpaceAndUnknownNamesFail) {
+  Fixture f;
+  auto p = make_heuristic("random", f.spec, 5, 0);
+  std::set<int> seen;
+  std::vector<int> a;
+  for (int i = 0; i < 200; ++i) {
+    auto in = f.input();
+    p->act(in, a);
+    seen.insert(a.begin(), a.end());
+  }
+  EXPECT_EQ(seen.size(), 8u);
+  EXPECT_THROW(make_heuristic("greedy", f.spec, 1, 0), ConfigError);
+}

@@ -1,0 +1,58 @@
+#include <gtest/gtest.h>
+
+#include "core/csv.hpp"
+#include "core/error.hpp"
+
+using namespace marlsched;
+
+TEST(Csv, SplitHandlesQuotesAndCrlf) {
+  auto f = csv::split("a,\"b,c\",\"say \"\"hi\"\"\",,e\r");
+  ASSERT_EQ(f.size(), 5u);
+  EXPECT_EQ(f[0], "a");
+  EXPECT_EQ(f[1], "b,c");
+  EXPECT_EQ(f[2], "say \"hi\"");
+  EXPECT_EQ(f[3], "");
+  EXPECT_EQ(f[4], "e");
+}
+
+TEST(Csv, DatetimeRoundTrip) {
+  std::int64_t t = 0;
+  ASSERT_TRUE(csv::parse_datetime("2023-01-01 00:00:00", t));
+  EXPECT_EQ(t, 1672531200);
+  EXPECT_EQ(csv::format_datetime(t), "2023-01-01 00:00:00");
+  ASSERT_TRUE(csv::parse_datetime("2024-02-29T13:45Z", t));
+  EXPECT_EQ(csv::format_datetime(t), "2024-02-29 13:45:00");
+  ASSERT_TRUE(csv::parse_datetime("1969-12-31 23:00:00", t));
+  EXPECT_EQ(t, -3600);
+  EXPECT_EQ(csv::format_datetime(t), "1969-12-31 23:00:00");
+  EXPECT_FALSE(csv::parse_datetime("2023-13-01 00:00", t));
+  EXPECT_FALSE(csv::parse_datetime("yesterday", t));
+  EXPECT_FALSE(csv::parse_datetime("2023-01-01 00:00:00+02:00", t));
+}
+
+TEST(Csv, NormalizedColumnLookup) {
+  const std::vector<std::string> h = {"Datetime (UTC)", "Carbon Intensity gCO\xE2\x82\x82" "eq/kWh (direct)",
+                                      "Carbon intensity gCO\xE2\x82\x82" "eq/kWh (LCA)"};
+  EXPECT_EQ(csv::normalize_name(h[2]), "carbonintensitygco2eqkwhlca");
+  EXPECT_EQ(csv::find_column(h, {"carbon intensity", "lca"}), 2);
+  EXPECT_EQ(csv::find_column(h, {"carbon intensity", "direct"}), 1);
+  EXPECT_EQ(csv::find_column(h, {"price"}), -1);
+}
+
+TEST(Csv, NumbersNameFileAndLine) {
+  csv::Table t;
+  t.path = "x.csv";
+  t.rows = {{"1.5", "abc", "nan", "12", "3.0"}};
+  t.line_numbers = {7};
+  EXPECT_DOUBLE_EQ(csv::parse_double(t, 0, 0), 1.5);
+  EXPECT_EQ(csv::parse_int(t, 0, 3), 12);
+  EXPECT_EQ(csv::parse_int(t, 0, 4), 3);
+  try {
+    csv::parse_double(t, 0, 1);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("x.csv:7: column 2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(csv::parse_double(t, 0, 2), InputError);  // NaN is refused
+  EXPECT_THROW(csv::parse_double(t, 0, 9), InputError);  // missing column
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The TOML config file and flags: the shipped default config equals the built-in defaults, a
+# config file is applied, flags override it, and a run directory's config.toml reproduces it.
+source "$(dirname "$0")/common.sh" "$@"
+cd "$WORK"
+"$BIN" train --print-config > builtin.toml
+"$BIN" train --config "$SRC/launch/configs/default.toml" --print-config > shipped.toml
+diff <(grep -v '^#' builtin.toml) <(grep -v '^#' shipped.toml) || fail "launch/configs/default.toml differs from the built-in defaults"
+pass "default.toml == built-in defaults"
+printf '[run]\niterations = 7\nagents_per_rank = 4\n[env]\ngpus = [8, 8, 8, 8]\nshare-actor = false\n' > c.toml
+"$BIN" train --config c.toml --iterations 9 --print-config > resolved.toml
+grep -qx 'iterations = 9' resolved.toml || fail "flag did not override the file"
+grep -qx 'agents-per-rank = 4' resolved.toml || fail "underscore key not applied"
+grep -qx 'gpus = \[8, 8, 8, 8\]' resolved.toml || fail "array not applied"
+grep -qx 'share-actor = false' resolved.toml || fail "bool not applied"
+"$BIN" train --config resolved.toml --print-config | grep -v '^#' > again.toml
+diff <(grep -v '^#' resolved.toml) again.toml || fail "printed config does not round-trip"
+pass "config file, overrides and round trip"
+"$BIN" train --help | grep -q -- "--agents-per-rank" || fail "--help lacks --agents-per-rank"
+"$BIN" train --help | grep -q -- "--w-carbon" || fail "--help lacks env options"
+"$BIN" train --help | grep -q -- "--clip" || fail "--help lacks agent options"
+"$BIN" list | grep -q "least-loaded" || fail "list lacks baselines"
+pass "help and list"

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Bad input gets one clear message from one rank and a non-zero exit, never a hang; a rank that
+# fails mid-run aborts the whole job with its message.
+source "$(dirname "$0")/common.sh" "$@"
+cd "$WORK"
+
+expect_error "agent count mismatch (2 ranks)" 2 "defines 4 data centers but the run has 2 agents" -- \
+  mpi 2 "$BIN" train --iterations 1
+expect_error "negative capacity" 2 "gpus: site DE-LU needs a positive GPU count" -- \
+  mpi 2 "$BIN" train --agents-per-rank 2 --gpus 64,-4,32,48
+expect_error "zero time slot" 2 "slot-minutes must divide 60" -- \
+  "$BIN" train --agents-per-rank 4 --slot-minutes 0
+printf 'iterations = 2\nagents-per-rank = 4\nlr_actr = 0.1\n' > typo.toml
+expect_error "misspelled config key" 2 "unknown config key 'lr_actr'.*did you mean 'lr-actor'" -- \
+  mpi 2 "$BIN" train --config typo.toml
+printf 'agents-per-rank = "many"\n' > badval.toml
+expect_error "bad config value" 2 "bad value for 'agents-per-rank'" -- "$BIN" train --config badval.toml
+printf 'Datetime,Price (USD/MWh)\n2023-01-01 00:00:00,1\n2023-01-01 03:00:00,2\n' > gap.csv
+expect_error "trace with a gap" 2 "gap.csv:3: expected hourly timestamps" -- \
+  mpi 2 "$BIN" train --agents-per-rank 2 --price-files gap.csv,gap.csv,gap.csv,gap.csv
+expect_error "missing workload file" 2 "cannot open" -- \
+  "$BIN" train --agents-per-rank 4 --workload alibaba --workload-file nothere.csv
+
+# CLI11 parse errors: printed once (rank 0), non-zero.
+out=$(timeout 60 "$MPIEXEC" -n 2 --oversubscribe "$BIN" train --no-such-flag 2>&1) && fail "unknown flag accepted"
+[ "$(grep -c "no-such-flag" <<<"$out")" -eq 1 ] || fail "unknown flag: expected one message: $out"
+pass "unknown flag"
+
+# One rank throws in the middle of training: the job aborts within seconds, naming the rank.
+start=$(date +%s)
+rc=0
+out=$(MARLSCHED_FAIL_AT=1:2 timeout 120 "$MPIEXEC" -n 2 --oversubscribe "$BIN" train \
+      --agents-per-rank 2 --iterations 5 --run-dir "$WORK/fault" --no-eval-after 2>&1) || rc=$?
+elapsed=$(( $(date +%s) - start ))
+[ "$rc" -ne 0 ] || fail "injected fault: exit code 0"
+[ "$rc" -ne 124 ] || fail "injected fault: job hung"
+grep -q "marlsched: error on rank 1 of 2: injected fault" <<<"$out" || fail "fault message: $out"
+[ "$(grep -c "marlsched: error" <<<"$out")" -eq 1 ] || fail "fault: more than one error line: $out"
+[ "$elapsed" -lt 60 ] || fail "fault: took ${elapsed}s to abort"
+pass "rank failure aborts the job (exit $rc, ${elapsed}s)"
+echo "all CLI error checks passed"

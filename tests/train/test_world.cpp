@@ -1,0 +1,84 @@
+#include <gtest/gtest.h>
+
+#include "agents/baselines/heuristics.hpp"
+#include "envs/registry.hpp"
+#include "geodc/geodc.hpp"
+#include "train/world.hpp"
+
+using namespace marlsched;
+
+namespace {
+constexpr int kAgents = 4;
+
+struct Outcome {
+  std::map<std::string, double> counters;
+  double reward = 0;
+};
+
+/// Runs `episodes` episodes of round-robin (which forwards a lot) and returns global totals.
+Outcome run(const dist::Comm& comm, int agents_per_rank, int copies, int episodes) {
+  geodc::Config cfg;
+  cfg.episode_slots = 48;
+  auto factory = find_env("geodc").make_factory(cfg, kAgents);
+  World w(*factory, comm, agents_per_rank, copies, 21);
+  auto policy = make_heuristic("round-robin", w.spec(), 0, comm.rank());
+  Outcome o;
+  w.reset();
+  std::vector<int> actions;
+  for (int step = 0; step < episodes * cfg.episode_slots; ++step) {
+    PolicyInput in;
+    in.spec = &w.spec();
+    in.copies = w.copies();
+    in.num_agents = w.num_agents();
+    in.first_agent = w.first_agent();
+    in.local_agents = w.local_agents();
+    for (int c = 0; c < w.copies(); ++c) {
+      in.global.push_back(w.obs(c));
+      in.episode_step.push_back(w.episode_step(c));
+    }
+    policy->act(in, actions);
+    w.step(actions);
+    for (int c = 0; c < w.copies(); ++c)
+      for (int a = 0; a < w.num_agents(); ++a) o.reward += w.reward(c, a);
+    const auto t = w.global_counters();
+    EXPECT_EQ(t.at("arrived"), t.at("completed") + t.at("dropped") + t.at("discarded_at_reset") +
+                                   t.at("queued") + t.at("running"))
+        << "jobs lost or duplicated at step " << step;
+    EXPECT_EQ(t.at("forwarded"), t.at("received"));
+  }
+  o.counters = w.global_counters();
+  return o;
+}
+}  // namespace
+
+TEST(World, ResultsDoNotDependOnHowAgentsArePlacedOnRanks) {
+  auto comm = dist::Comm::world();
+  ASSERT_EQ(kAgents % comm.size(), 0) << "run with 1, 2 or 4 ranks";
+  const Outcome dist_run = run(comm, kAgents / comm.size(), 2, 2);
+  dist::Comm self(MPI_COMM_SELF, false);
+  const Outcome serial = run(self, kAgents, 2, 2);
+  EXPECT_GT(dist_run.counters.at("forwarded"), 0);
+  EXPECT_EQ(dist_run.counters, serial.counters);
+  EXPECT_FLOAT_EQ(static_cast<float>(dist_run.reward), static_cast<float>(serial.reward));
+}
+
+TEST(World, EpisodesEndTogetherAndResetWithTerminalObservations) {
+  auto comm = dist::Comm::world();
+  geodc::Config cfg;
+  cfg.episode_slots = 5;
+  auto factory = find_env("geodc").make_factory(cfg, kAgents);
+  World w(*factory, comm, kAgents / comm.size(), 1, 3);
+  w.reset();
+  const std::vector<int> local(static_cast<std::size_t>(w.local_agents()), 0);
+  std::vector<int> acts(local.size());
+  for (int k = 0; k < w.local_agents(); ++k) acts[static_cast<std::size_t>(k)] = w.first_agent() + k;
+  for (int t = 1; t <= 5; ++t) {
+    w.step(acts);
+    EXPECT_EQ(w.done(0), t == 5);
+  }
+  EXPECT_TRUE(w.truncated(0));
+  const int progress = w.spec().obs_index("progress");
+  EXPECT_FLOAT_EQ(w.terminal_obs(0).row(0)[progress], 1.0f);  // slot 5 of 5
+  EXPECT_FLOAT_EQ(w.obs(0).row(0)[progress], 0.0f);           // new episode
+  EXPECT_EQ(w.episode_step(0), 0);
+}
