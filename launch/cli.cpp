@@ -57,6 +57,7 @@ class Binder final : public OptionBinder {
   struct Entry {
     std::string group, flag;
     std::function<std::string()> value;
+    std::function<void()> clear = {};  ///< set for list options
   };
   explicit Binder(CLI::App* app) : app_(app) {}
   void group(const std::string& name) override { group_ = name; }
@@ -102,7 +103,8 @@ class Binder final : public OptionBinder {
   template <class T>
   void vec(const std::string& f, std::vector<T>& v, const std::string& h) {
     app_->add_option("--" + f, v, h)->delimiter(',')->capture_default_str()->group(group_);
-    entries_.push_back({group_, f, [&v] { return toml(v); }});
+    // An empty list (`key = []` in TOML) is legal in a config file; CLI11 cannot convert it.
+    entries_.push_back({group_, f, [&v] { return toml(v); }, [&v] { v.clear(); }});
   }
   CLI::App* app_;
   std::string group_ = "Options";
@@ -152,6 +154,15 @@ void apply_config_file(CLI::App* sub, const Binder& binder, const std::string& p
       MARLSCHED_THROW(ConfigError, os.str());
     }
     if (op->count() > 0) continue;  // the command line wins
+    if (item.inputs.empty() || (item.inputs.size() == 1 && item.inputs[0].empty())) {
+      const Binder::Entry* entry = nullptr;
+      for (const auto& e : binder.entries())
+        if (e.flag == key) entry = &e;
+      if (entry != nullptr && entry->clear) {
+        entry->clear();
+        continue;
+      }
+    }
     try {
       op->add_result(item.inputs);
       op->run_callback();
@@ -268,15 +279,12 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         std::filesystem::exists(eval_run_dir + "/config.toml"))
       eval_cmd.config_path = eval_run_dir + "/config.toml";
     if (cmd != nullptr) {
-      if (cmd->print_config && cmd->config_path.empty()) {
+      if (cmd->print_config) {  // resolved values only: validation needs the real rank count
+        if (!cmd->config_path.empty()) apply_config_file(cmd->app, *cmd->binder, cmd->config_path);
         if (root) std::cout << cmd->binder->to_toml();
         return 0;
       }
       prep = prepare(*cmd, comm, cmd != &base_cmd);
-      if (cmd->print_config) {
-        if (root) std::cout << cmd->binder->to_toml();
-        return 0;
-      }
       set_torch_threads(cmd->run.threads);
     }
     if (cmd == &eval_cmd) {

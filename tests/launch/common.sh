@@ -5,7 +5,11 @@ MPIEXEC=$2
 SRC=$3
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/marlsched-script.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-mpi() { local np=$1; shift; "$MPIEXEC" -n "$np" --oversubscribe "$@"; }
+# `mpi NP cmd...` is a script on PATH (so that `timeout` can run it too).
+mkdir -p "$WORK/bin"
+printf '#!/usr/bin/env bash\nnp=$1; shift\nexec "%s" -n "$np" --oversubscribe "$@"\n' "$MPIEXEC" > "$WORK/bin/mpi"
+chmod +x "$WORK/bin/mpi"
+export PATH="$WORK/bin:$PATH"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
 # expect_error NAME EXPECTED_CODE PATTERN -- command...: runs it, checks exit code, one

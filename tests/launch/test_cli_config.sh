@@ -16,8 +16,10 @@ grep -qx 'share-actor = false' resolved.toml || fail "bool not applied"
 "$BIN" train --config resolved.toml --print-config | grep -v '^#' > again.toml
 diff <(grep -v '^#' resolved.toml) again.toml || fail "printed config does not round-trip"
 pass "config file, overrides and round trip"
-"$BIN" train --help | grep -q -- "--agents-per-rank" || fail "--help lacks --agents-per-rank"
-"$BIN" train --help | grep -q -- "--w-carbon" || fail "--help lacks env options"
-"$BIN" train --help | grep -q -- "--clip" || fail "--help lacks agent options"
-"$BIN" list | grep -q "least-loaded" || fail "list lacks baselines"
+help=$("$BIN" train --help)
+for opt in --agents-per-rank --envs-per-rank --config --print-config --w-carbon --sites --clip --share-actor; do
+  grep -q -- "$opt" <<<"$help" || fail "--help lacks $opt"
+done
+listing=$("$BIN" list)
+grep -q "least-loaded" <<<"$listing" || fail "list lacks baselines"
 pass "help and list"
