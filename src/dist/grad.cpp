@@ -17,25 +17,25 @@ std::int64_t average_gradients(const std::vector<torch::Tensor>& params, const C
   const std::int64_t n = total_numel(params);
   if (n == 0) return 0;
   MARLSCHED_CHECK(n < (std::int64_t{1} << 31), "gradient buffer too large for one allreduce");
-  std::vector<float> flat(static_cast<std::size_t>(n), 0.0f);
+  // Pack with raw memcpy (no per-tensor torch ops on the hot path), reduce once, unpack.
+  thread_local std::vector<float> flat;
+  flat.resize(static_cast<std::size_t>(n));
   std::int64_t off = 0;
   for (const auto& p : params) {
     MARLSCHED_CHECK(p.scalar_type() == torch::kFloat32, "only float32 parameters are supported");
-    const auto& g = p.grad();
-    if (g.defined()) {
-      auto gc = g.contiguous();
-      std::memcpy(flat.data() + off, gc.data_ptr<float>(), sizeof(float) * p.numel());
-    }
+    auto& g = p.mutable_grad();
+    if (!g.defined()) g = torch::zeros_like(p);
+    if (!g.is_contiguous()) g = g.contiguous();
+    std::memcpy(flat.data() + off, g.data_ptr<float>(), sizeof(float) * static_cast<std::size_t>(p.numel()));
     off += p.numel();
   }
   if (comm.size() > 1) comm.allreduce_sum(flat.data(), static_cast<int>(n));
   const float inv = 1.0f / static_cast<float>(comm.size());
-  for (auto& v : flat) v *= inv;
   off = 0;
   for (const auto& p : params) {
-    auto src = torch::from_blob(flat.data() + off, p.sizes(), torch::kFloat32);
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    p.mutable_grad().copy_(src);
+    float* g = p.mutable_grad().data_ptr<float>();
+    const float* src = flat.data() + off;
+    for (std::int64_t i = 0; i < p.numel(); ++i) g[i] = src[i] * inv;
     off += p.numel();
   }
   return n;

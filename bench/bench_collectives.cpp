@@ -1,0 +1,113 @@
+// Framework collectives against raw MPI on the same bytes, in the same run:
+//   obs allgather      Comm::allgather        vs MPI_Allgather
+//   work alltoallv     Comm::alltoallv        vs MPI_Alltoall + MPI_Alltoallv on packed buffers
+//   grad allreduce     dist::average_gradients (pack, 1 allreduce, unpack) vs MPI_Allreduce
+// Each case is timed on every rank and the slowest rank's time is reported (manual timing).
+// Only rank 0 prints. Run: mpirun -n 2 build/bench/bench_collectives
+#include <benchmark/benchmark.h>
+#include <mpi.h>
+#include <torch/torch.h>
+
+#include <chrono>
+
+#include "dist/comm.hpp"
+#include "dist/grad.hpp"
+
+using namespace marlsched;
+
+namespace {
+dist::Comm* g_comm = nullptr;
+
+template <class F>
+void timed(benchmark::State& state, F&& f) {
+  for (auto _ : state) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    state.SetIterationTime(dt);
+  }
+  state.SetBytesProcessed(state.iterations() * state.range(0) * 4);
+}
+
+void BM_Allgather_Framework(benchmark::State& s) {
+  std::vector<float> send(static_cast<std::size_t>(s.range(0)), 1.f);
+  std::vector<float> recv(send.size() * static_cast<std::size_t>(g_comm->size()));
+  timed(s, [&] { g_comm->allgather(send.data(), static_cast<int>(send.size()), recv.data()); });
+}
+void BM_Allgather_Raw(benchmark::State& s) {
+  std::vector<float> send(static_cast<std::size_t>(s.range(0)), 1.f);
+  std::vector<float> recv(send.size() * static_cast<std::size_t>(g_comm->size()));
+  timed(s, [&] {
+    MPI_Allgather(send.data(), static_cast<int>(send.size()), MPI_FLOAT, recv.data(),
+                  static_cast<int>(send.size()), MPI_FLOAT, MPI_COMM_WORLD);
+  });
+}
+void BM_Alltoallv_Framework(benchmark::State& s) {
+  const int n = g_comm->size();
+  std::vector<std::vector<std::byte>> send(static_cast<std::size_t>(n),
+                                           std::vector<std::byte>(static_cast<std::size_t>(s.range(0)) * 4 / n));
+  timed(s, [&] { benchmark::DoNotOptimize(g_comm->alltoallv(send)); });
+}
+void BM_Alltoallv_Raw(benchmark::State& s) {
+  const int n = g_comm->size();
+  const int per = static_cast<int>(s.range(0)) * 4 / n;
+  std::vector<std::byte> sbuf(static_cast<std::size_t>(per * n)), rbuf(sbuf.size());
+  std::vector<int> cnt(static_cast<std::size_t>(n), per), rc(static_cast<std::size_t>(n)),
+      disp(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) disp[static_cast<std::size_t>(r)] = r * per;
+  timed(s, [&] {
+    MPI_Alltoall(cnt.data(), 1, MPI_INT, rc.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    MPI_Alltoallv(sbuf.data(), cnt.data(), disp.data(), MPI_BYTE, rbuf.data(), rc.data(),
+                  disp.data(), MPI_BYTE, MPI_COMM_WORLD);
+  });
+}
+void BM_GradAllreduce_Framework(benchmark::State& s) {
+  // The floats are spread over 8 tensors, as in a small actor-critic.
+  std::vector<torch::Tensor> params;
+  for (int i = 0; i < 8; ++i) {
+    params.push_back(torch::zeros({s.range(0) / 8}));
+    params.back().mutable_grad() = torch::ones({s.range(0) / 8});
+  }
+  timed(s, [&] { dist::average_gradients(params, *g_comm); });
+}
+void BM_GradAllreduce_Raw(benchmark::State& s) {
+  std::vector<float> buf(static_cast<std::size_t>(s.range(0) / 8 * 8), 1.f);
+  timed(s, [&] {
+    MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), MPI_FLOAT, MPI_SUM,
+                  MPI_COMM_WORLD);
+  });
+}
+}  // namespace
+
+// Fixed iteration counts: every rank must run the same number of collectives.
+#define MARLSCHED_SIZES ->Arg(1 << 10)->Arg(1 << 14)->Arg(1 << 18)->UseManualTime()->Iterations(300)
+BENCHMARK(BM_Allgather_Framework) MARLSCHED_SIZES;
+BENCHMARK(BM_Allgather_Raw) MARLSCHED_SIZES;
+BENCHMARK(BM_Alltoallv_Framework) MARLSCHED_SIZES;
+BENCHMARK(BM_Alltoallv_Raw) MARLSCHED_SIZES;
+BENCHMARK(BM_GradAllreduce_Framework) MARLSCHED_SIZES;
+BENCHMARK(BM_GradAllreduce_Raw) MARLSCHED_SIZES;
+
+int main(int argc, char** argv) {
+  dist::Session session(&argc, &argv);
+  torch::set_num_threads(1);
+  auto comm = dist::Comm::world();
+  g_comm = &comm;
+  benchmark::Initialize(&argc, argv);
+  // Every rank runs the same benchmarks (they are collective); only rank 0 reports.
+  if (comm.rank() == 0) {
+    benchmark::RunSpecifiedBenchmarks();
+  } else {
+    benchmark::BenchmarkReporter* null_reporter = nullptr;
+    struct Null : benchmark::BenchmarkReporter {
+      bool ReportContext(const Context&) override { return true; }
+      void ReportRuns(const std::vector<Run>&) override {}
+    } quiet;
+    null_reporter = &quiet;
+    benchmark::RunSpecifiedBenchmarks(null_reporter);
+  }
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job: installs what is missing, builds (Release), and trains MAPPO on the embedded
+# default config (4 data-center agents on 4 MPI ranks, synthetic traces calibrated on 2023
+# data), then evaluates the policy against every heuristic baseline on held-out seeds.
+# Extra arguments go to `marlsched train` (e.g. --iterations 300 --run-dir runs/long).
+set -euo pipefail
+HERE=$(dirname "$0")
+bash "$HERE/install-deps.sh"
+source "$HERE/env.sh"
+bash "$HERE/build.sh" -DMARLSCHED_BUILD_TESTS=OFF -DMARLSCHED_BUILD_BENCH=OFF
+NP=${MARLSCHED_NP:-4}
+exec mpirun -n "$NP" "$MARLSCHED_BUILD/launch/marlsched" train \
+  --config "$MARLSCHED_ROOT/launch/configs/default.toml" --run-dir "${MARLSCHED_RUN_DIR:-runs/default}" "$@"
