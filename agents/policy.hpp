@@ -18,7 +18,7 @@ struct PolicyInput {
   const EnvSpec* spec = nullptr;
   int copies = 0;
   int num_agents = 0;
-  int first_agent = 0;    ///< agents [first_agent, first_agent + local_agents) live here
+  int first_agent = 0;  ///< agents [first_agent, first_agent + local_agents) live here
   int local_agents = 0;
   std::vector<GlobalObs> global;  ///< one per copy
   std::vector<int> episode_step;  ///< one per copy

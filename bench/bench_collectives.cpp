@@ -46,8 +46,9 @@ void BM_Allgather_Raw(benchmark::State& s) {
 }
 void BM_Alltoallv_Framework(benchmark::State& s) {
   const int n = g_comm->size();
-  std::vector<std::vector<std::byte>> send(static_cast<std::size_t>(n),
-                                           std::vector<std::byte>(static_cast<std::size_t>(s.range(0)) * 4 / n));
+  std::vector<std::vector<std::byte>> send(
+      static_cast<std::size_t>(n),
+      std::vector<std::byte>(static_cast<std::size_t>(s.range(0)) * 4 / n));
   timed(s, [&] { benchmark::DoNotOptimize(g_comm->alltoallv(send)); });
 }
 void BM_Alltoallv_Raw(benchmark::State& s) {

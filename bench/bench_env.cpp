@@ -40,12 +40,14 @@ static void BM_GeoDcStep(benchmark::State& state) {
     for (const auto& r : all) shards[static_cast<std::size_t>(r.dest)]->receive(r);
     if (done) {
       ++episode;
-      for (int a = 0; a < n; ++a) shards[static_cast<std::size_t>(a)]->reset(episode, episode * 131 + a);
+      for (int a = 0; a < n; ++a)
+        shards[static_cast<std::size_t>(a)]->reset(episode, episode * 131 + a);
     }
   }
   state.SetItemsProcessed(state.iterations() * n);
-  state.counters["ns_per_agent_step"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * n), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_agent_step"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * n),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_GeoDcStep)->Arg(4)->Arg(16)->Arg(64);
 

@@ -14,8 +14,10 @@
 #include "agents/registry.hpp"
 #include "core/csv.hpp"
 #include "core/error.hpp"
+#include "core/rng.hpp"
 #include "core/version.hpp"
 #include "envs/registry.hpp"
+#include "geodc/geodc.hpp"
 #include "geodc/traces.hpp"
 #include "geodc/workload.hpp"
 #include "train/trainer.hpp"
@@ -40,10 +42,18 @@ std::string toml(double v) {
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;
 }
-std::string toml(int v) { return std::to_string(v); }
-std::string toml(std::int64_t v) { return std::to_string(v); }
-std::string toml(std::uint64_t v) { return std::to_string(v); }
-std::string toml(bool v) { return v ? "true" : "false"; }
+std::string toml(int v) {
+  return std::to_string(v);
+}
+std::string toml(std::int64_t v) {
+  return std::to_string(v);
+}
+std::string toml(std::uint64_t v) {
+  return std::to_string(v);
+}
+std::string toml(bool v) {
+  return v ? "true" : "false";
+}
 template <class T>
 std::string toml(const std::vector<T>& v) {
   std::string o = "[";
@@ -70,7 +80,9 @@ class Binder final : public OptionBinder {
     app_->add_flag("--" + f + ",!--no-" + f, v, h + " (default " + toml(v) + ")")->group(group_);
     entries_.push_back({group_, f, [&v] { return toml(v); }});
   }
-  void add(const std::string& f, std::vector<int>& v, const std::string& h) override { vec(f, v, h); }
+  void add(const std::string& f, std::vector<int>& v, const std::string& h) override {
+    vec(f, v, h);
+  }
   void add(const std::string& f, std::vector<double>& v, const std::string& h) override {
     vec(f, v, h);
   }
@@ -117,7 +129,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   for (std::size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      cur[j] =
+          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
     std::swap(prev, cur);
   }
   return prev[b.size()];
@@ -187,7 +200,8 @@ struct Command {
     binder = std::make_unique<Binder>(a);
     a->add_option("--config", config_path, "TOML config file; flags given too override it")
         ->check(CLI::ExistingFile);
-    a->add_flag("--print-config", print_config, "print the resolved configuration as TOML and exit");
+    a->add_flag("--print-config", print_config,
+                "print the resolved configuration as TOML and exit");
     run.bind(*binder);
     for (const auto& e : env_registry()) {
       envs.push_back(e.make_config());
@@ -226,31 +240,36 @@ Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner) {
 
 int run(int argc, char** argv, const dist::Comm& comm) {
   const bool root = comm.is_root();
-  CLI::App app{"marlsched " MARLSCHED_VERSION
-               ": multi-agent reinforcement-learning schedulers trained across MPI ranks.\n"
-               "Each MPI rank hosts --agents-per-rank agents (data centers) with their env shards."};
+  CLI::App app{
+      "marlsched " MARLSCHED_VERSION
+      ": multi-agent reinforcement-learning schedulers trained across MPI ranks.\n"
+      "Each MPI rank hosts --agents-per-rank agents (data centers) with their env shards."};
   app.set_version_flag("--version", std::string(MARLSCHED_VERSION " (" MARLSCHED_GIT_REVISION ")"));
   app.require_subcommand(1);
 
   Command train_cmd, eval_cmd, base_cmd;
   train_cmd.bind(app.add_subcommand("train", "train a learner (default: MAPPO on geodc)"));
   eval_cmd.bind(app.add_subcommand(
-      "eval", "evaluate a trained run's policy against every heuristic baseline on held-out seeds"));
+      "eval",
+      "evaluate a trained run's policy against every heuristic baseline on held-out seeds"));
   std::string eval_run_dir, eval_out;
   std::vector<std::string> eval_baselines = heuristic_names();
   bool greedy = false;
   eval_cmd.app->add_option("--model", eval_run_dir, "run directory holding the trained model")
       ->check(CLI::ExistingDirectory);
-  eval_cmd.app->add_option("--out", eval_out, "where to write eval.csv and eval.md (default: the model's run dir)");
-  eval_cmd.app->add_option("--baselines", eval_baselines, "heuristics to compare against")->delimiter(',');
+  eval_cmd.app->add_option("--out", eval_out,
+                           "where to write eval.csv and eval.md (default: the model's run dir)");
+  eval_cmd.app->add_option("--baselines", eval_baselines, "heuristics to compare against")
+      ->delimiter(',');
   eval_cmd.app->add_flag("--greedy", greedy, "take the most probable action instead of sampling");
   base_cmd.bind(app.add_subcommand("baselines", "evaluate the heuristic baselines only"));
   std::vector<std::string> base_list = heuristic_names();
   base_cmd.app->add_option("--baselines", base_list, "heuristics to evaluate")->delimiter(',');
 
   auto* gen = app.add_subcommand(
-      "gen-data", "write the project's synthetic traces (Electricity Maps and price formats) and a "
-                  "sample pai_task_table");
+      "gen-data",
+      "write the project's synthetic traces (Electricity Maps and price formats) and a "
+      "sample pai_task_table");
   std::string gen_out = "data/generated";
   int gen_days = 14, gen_tasks = 200;
   gen->add_option("--out", gen_out, "output directory")->capture_default_str();
@@ -275,8 +294,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   Prepared prep;
   std::string failure;
   try {
-    if (cmd != nullptr && cmd == &eval_cmd && eval_cmd.config_path.empty() && !eval_run_dir.empty() &&
-        std::filesystem::exists(eval_run_dir + "/config.toml"))
+    if (cmd != nullptr && cmd == &eval_cmd && eval_cmd.config_path.empty() &&
+        !eval_run_dir.empty() && std::filesystem::exists(eval_run_dir + "/config.toml"))
       eval_cmd.config_path = eval_run_dir + "/config.toml";
     if (cmd != nullptr) {
       if (cmd->print_config) {  // resolved values only: validation needs the real rank count
@@ -290,17 +309,18 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     if (cmd == &eval_cmd) {
       MARLSCHED_REQUIRE(!eval_run_dir.empty(), "eval needs --model RUN_DIR (a trained run)");
       const std::string mp = model_path(eval_run_dir, comm.rank());
-      MARLSCHED_REQUIRE(std::filesystem::exists(mp),
-                        "no model for rank " << comm.rank() << " in '" << eval_run_dir << "' ("
-                                             << mp << "): was it trained with " << comm.size()
-                                             << " ranks?");
+      MARLSCHED_REQUIRE(std::filesystem::exists(mp), "no model for rank "
+                                                         << comm.rank() << " in '" << eval_run_dir
+                                                         << "' (" << mp << "): was it trained with "
+                                                         << comm.size() << " ranks?");
       for (const auto& b : eval_baselines) make_heuristic(b, prep.factory->spec(), 0, 0);
     }
     if (cmd == &base_cmd)
       for (const auto& b : base_list) make_heuristic(b, prep.factory->spec(), 0, 0);
   } catch (const std::exception& e) {
     const auto* me = dynamic_cast<const Error*>(&e);
-    failure = std::string(e.what()) + (me && !me->where().empty() && !dynamic_cast<const ConfigError*>(&e) &&
+    failure = std::string(e.what()) + (me && !me->where().empty() &&
+                                               !dynamic_cast<const ConfigError*>(&e) &&
                                                !dynamic_cast<const InputError*>(&e)
                                            ? " (at " + me->where() + ")"
                                            : "");
@@ -308,8 +328,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   const int bad = comm.allreduce_min(failure.empty() ? INT_MAX : comm.rank());
   if (bad != INT_MAX) {
     if (comm.rank() == bad)
-      std::cerr << "marlsched: error" << (bad != 0 ? " on rank " + std::to_string(bad) : "")
-                << ": " << failure << std::endl;
+      std::cerr << "marlsched: error" << (bad != 0 ? " on rank " + std::to_string(bad) : "") << ": "
+                << failure << std::endl;
     return 2;
   }
 
@@ -317,8 +337,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   // rank prints its message and aborts the whole job.
   try {
     if (cmd == &train_cmd) {
-      const auto summary =
-          train(train_cmd.run, train_cmd.learners, *prep.factory, comm, train_cmd.binder->to_toml());
+      const auto summary = train(train_cmd.run, train_cmd.learners, *prep.factory, comm,
+                                 train_cmd.binder->to_toml());
       if (train_cmd.run.eval_after)
         evaluate_all(train_cmd.run, train_cmd.learners, *prep.factory, comm, train_cmd.run.run_dir,
                      heuristic_names(), false, train_cmd.run.run_dir);
@@ -338,12 +358,17 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         std::filesystem::create_directories(gen_out);
         std::int64_t t0 = 0;
         csv::parse_datetime("2023-01-01 00:00", t0);
-        for (const auto& z : geodc::builtin_zones()) {
+        // The same seeds as the default run's synthetic traces (site i of the default site list
+        // uses derive_seed(trace_seed, {i})), so these files are the first days of that data.
+        const geodc::Config defaults;
+        for (std::size_t i = 0; i < defaults.sites.size(); ++i) {
+          const auto& z = defaults.sites[i];
           const auto& p = geodc::zone_profile(z);
+          const auto seed = derive_seed(defaults.trace_seed, {i});
           geodc::write_carbon_csv(gen_out + "/" + z + "_synthetic_hourly.csv",
-                                  geodc::synth_carbon(p, t0 / 3600, gen_days * 24, 2023), z);
+                                  geodc::synth_carbon(p, t0 / 3600, gen_days * 24, seed), z);
           geodc::write_price_csv(gen_out + "/" + z + "_synthetic_prices.csv",
-                                 geodc::synth_price(p, t0 / 3600, gen_days * 24, 2023));
+                                 geodc::synth_price(p, t0 / 3600, gen_days * 24, seed));
         }
         geodc::write_pai_task_table(gen_out + "/pai_task_table_sample.csv", gen_tasks, 2020);
         std::cout << "wrote synthetic traces for " << geodc::builtin_zones().size()
@@ -353,7 +378,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     }
     if (list->parsed() && root) {
       std::cout << "environments:\n";
-      for (const auto& e : env_registry()) std::cout << "  " << e.name << "  " << e.description << "\n";
+      for (const auto& e : env_registry())
+        std::cout << "  " << e.name << "  " << e.description << "\n";
       std::cout << "learners:\n";
       for (const auto& l : learner_names()) std::cout << "  " << l << "\n";
       std::cout << "baselines:\n";

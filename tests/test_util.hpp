@@ -1,9 +1,9 @@
 #pragma once
 // Helpers shared by the tests.
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 namespace marlsched::test {
 

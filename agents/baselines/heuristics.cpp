@@ -85,13 +85,13 @@ const std::vector<std::string>& heuristic_names() {
 
 std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
                                        std::uint64_t seed, int rank) {
-  static const Kind kinds[] = {Kind::kRandom,       Kind::kRoundRobin,   Kind::kLocal,
+  static const Kind kinds[] = {Kind::kRandom,      Kind::kRoundRobin,   Kind::kLocal,
                                Kind::kLeastLoaded, Kind::kLowestCarbon, Kind::kLowestPrice};
   const auto& names = heuristic_names();
   for (std::size_t i = 0; i < names.size(); ++i)
     if (names[i] == name)
-      return std::make_unique<Heuristic>(name, kinds[i], spec,
-                                         derive_seed(seed, {0xBA5E, static_cast<std::uint64_t>(rank)}));
+      return std::make_unique<Heuristic>(
+          name, kinds[i], spec, derive_seed(seed, {0xBA5E, static_cast<std::uint64_t>(rank)}));
   std::string known;
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
   MARLSCHED_THROW(ConfigError, "unknown baseline '" << name << "' (known: " << known << ")");

@@ -49,7 +49,8 @@ void MappoConfig::validate() const {
   positive(clip, "clip");
   MARLSCHED_REQUIRE(epochs >= 1, "--epochs must be >= 1, got " << epochs);
   MARLSCHED_REQUIRE(minibatches >= 1, "--minibatches must be >= 1, got " << minibatches);
-  MARLSCHED_REQUIRE(entropy_coef >= 0 && std::isfinite(entropy_coef), "--entropy-coef must be >= 0");
+  MARLSCHED_REQUIRE(entropy_coef >= 0 && std::isfinite(entropy_coef),
+                    "--entropy-coef must be >= 0");
   positive(value_coef, "value-coef");
   positive(huber_delta, "huber-delta");
   positive(max_grad_norm, "max-grad-norm");
@@ -71,7 +72,8 @@ struct MlpImpl : torch::nn::Module {
   MlpImpl(int in, const std::vector<int>& hidden, int out, double head_gain) {
     int prev = in;
     for (std::size_t i = 0; i < hidden.size(); ++i) {
-      layers.push_back(register_module("fc" + std::to_string(i), torch::nn::Linear(prev, hidden[i])));
+      layers.push_back(
+          register_module("fc" + std::to_string(i), torch::nn::Linear(prev, hidden[i])));
       prev = hidden[i];
     }
     head = register_module("head", torch::nn::Linear(prev, out));
@@ -184,7 +186,8 @@ struct Mappo::Impl {
     for (int i = 0; i < k; ++i) {
       auto mask = agent_idx.eq(i).nonzero().squeeze(1);
       if (mask.numel() == 0) continue;
-      out = out.index_copy(0, mask, actors[static_cast<std::size_t>(i)].ptr()->forward(X.index_select(0, mask)));
+      out = out.index_copy(
+          0, mask, actors[static_cast<std::size_t>(i)].ptr()->forward(X.index_select(0, mask)));
     }
     return out;
   }
@@ -199,7 +202,8 @@ struct Mappo::Impl {
     auto t = torch::from_blob(xc.data(), {rows, cin}, torch::kFloat32);
     auto v = critic.ptr()->forward(t).squeeze(1).contiguous();
     std::vector<float> out(static_cast<std::size_t>(rows));
-    for (int i = 0; i < rows; ++i) out[static_cast<std::size_t>(i)] = denorm(v.data_ptr<float>()[i]);
+    for (int i = 0; i < rows; ++i)
+      out[static_cast<std::size_t>(i)] = denorm(v.data_ptr<float>()[i]);
     return out;
   }
 
@@ -218,9 +222,15 @@ Mappo::Mappo(const MappoConfig& cfg, const EnvSpec& spec, const dist::Comm& comm
 
 Mappo::~Mappo() = default;
 
-void Mappo::set_training(bool t) { impl_->training = t; }
-void Mappo::set_deterministic(bool d) { impl_->deterministic = d; }
-int Mappo::recorded_steps() const { return impl_->steps; }
+void Mappo::set_training(bool t) {
+  impl_->training = t;
+}
+void Mappo::set_deterministic(bool d) {
+  impl_->deterministic = d;
+}
+int Mappo::recorded_steps() const {
+  return impl_->steps;
+}
 
 void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
   auto& m = *impl_;
@@ -282,10 +292,12 @@ void Mappo::record(const StepFeedback& fb) {
   bool any_trunc = false;
   for (int c = 0; c < m.e; ++c) {
     m.done.push_back(fb.done[static_cast<std::size_t>(c)] ? 1 : 0);
-    any_trunc = any_trunc || (fb.done[static_cast<std::size_t>(c)] && fb.truncated[static_cast<std::size_t>(c)]);
+    any_trunc = any_trunc ||
+                (fb.done[static_cast<std::size_t>(c)] && fb.truncated[static_cast<std::size_t>(c)]);
   }
   if (any_trunc) {
-    std::vector<float> xa(static_cast<std::size_t>(m.ain)), xc(static_cast<std::size_t>(rows * m.cin));
+    std::vector<float> xa(static_cast<std::size_t>(m.ain)),
+        xc(static_cast<std::size_t>(rows * m.cin));
     for (int c = 0; c < m.e; ++c)
       for (int kk = 0; kk < m.k; ++kk)
         m.build_inputs(fb.terminal[static_cast<std::size_t>(c)], kk, xa.data(),
@@ -307,7 +319,8 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   MARLSCHED_CHECK(T > 0, "update() with an empty rollout");
   const int M = rows * T;
   // Bootstrap values of the state after the last step.
-  std::vector<float> xa(static_cast<std::size_t>(m.ain)), xc(static_cast<std::size_t>(rows * m.cin));
+  std::vector<float> xa(static_cast<std::size_t>(m.ain)),
+      xc(static_cast<std::size_t>(rows * m.cin));
   for (int c = 0; c < m.e; ++c)
     for (int kk = 0; kk < m.k; ++kk)
       m.build_inputs(last.global[static_cast<std::size_t>(c)], kk, xa.data(),
@@ -334,8 +347,8 @@ UpdateStats Mappo::update(const PolicyInput& last) {
               t + 1 < T ? m.value[static_cast<std::size_t>((t + 1) * rows + row)]
                         : boot[static_cast<std::size_t>(row)];
       }
-      compute_gae(r, v, nv, end, static_cast<float>(m.cfg.gamma), static_cast<float>(m.cfg.gae_lambda),
-                  a, rt);
+      compute_gae(r, v, nv, end, static_cast<float>(m.cfg.gamma),
+                  static_cast<float>(m.cfg.gae_lambda), a, rt);
       for (int t = 0; t < T; ++t) {
         adv[static_cast<std::size_t>(t * rows + row)] = a[static_cast<std::size_t>(t)];
         ret[static_cast<std::size_t>(t * rows + row)] = rt[static_cast<std::size_t>(t)];
@@ -346,9 +359,11 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   double mom[5] = {static_cast<double>(M), 0, 0, 0, 0};
   for (int i = 0; i < M; ++i) {
     mom[1] += ret[static_cast<std::size_t>(i)];
-    mom[2] += static_cast<double>(ret[static_cast<std::size_t>(i)]) * ret[static_cast<std::size_t>(i)];
+    mom[2] +=
+        static_cast<double>(ret[static_cast<std::size_t>(i)]) * ret[static_cast<std::size_t>(i)];
     mom[3] += adv[static_cast<std::size_t>(i)];
-    mom[4] += static_cast<double>(adv[static_cast<std::size_t>(i)]) * adv[static_cast<std::size_t>(i)];
+    mom[4] +=
+        static_cast<double>(adv[static_cast<std::size_t>(i)]) * adv[static_cast<std::size_t>(i)];
   }
   m.comm.allreduce_sum(mom, 5);
   if (m.cfg.value_norm) m.vnorm.update(mom[0], mom[1], mom[2]);
@@ -356,7 +371,8 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   const double astd = std::sqrt(std::max(1e-8, mom[4] / mom[0] - amean * amean));
   std::vector<float> tgt(static_cast<std::size_t>(M));
   for (int i = 0; i < M; ++i) {
-    adv[static_cast<std::size_t>(i)] = static_cast<float>((adv[static_cast<std::size_t>(i)] - amean) / (astd + 1e-8));
+    adv[static_cast<std::size_t>(i)] =
+        static_cast<float>((adv[static_cast<std::size_t>(i)] - amean) / (astd + 1e-8));
     tgt[static_cast<std::size_t>(i)] =
         m.cfg.value_norm
             ? static_cast<float>((ret[static_cast<std::size_t>(i)] - m.vnorm.mean) / m.vnorm.std())
@@ -384,15 +400,18 @@ UpdateStats Mappo::update(const PolicyInput& last) {
                 perm[m.shuffle_rng.below(static_cast<std::uint64_t>(i + 1))]);
     for (int b = 0; b < m.cfg.minibatches; ++b) {
       const double t0 = now();
-      auto idx = torch::from_blob(perm.data() + static_cast<std::ptrdiff_t>(b) * mb, {mb}, torch::kInt64);
-      auto logp_all = torch::log_softmax(m.logits(X.index_select(0, idx), AG.index_select(0, idx)), 1);
+      auto idx =
+          torch::from_blob(perm.data() + static_cast<std::ptrdiff_t>(b) * mb, {mb}, torch::kInt64);
+      auto logp_all =
+          torch::log_softmax(m.logits(X.index_select(0, idx), AG.index_select(0, idx)), 1);
       auto a = A.index_select(0, idx);
       auto new_logp = logp_all.gather(1, a.unsqueeze(1)).squeeze(1);
       auto entropy = -(logp_all.exp() * logp_all).sum(1).mean();
       auto old = OLD.index_select(0, idx);
       auto ratio = torch::exp(new_logp - old);
       auto adv_b = ADV.index_select(0, idx);
-      auto surr = torch::min(ratio * adv_b, torch::clamp(ratio, 1.0 - m.cfg.clip, 1.0 + m.cfg.clip) * adv_b);
+      auto surr = torch::min(ratio * adv_b,
+                             torch::clamp(ratio, 1.0 - m.cfg.clip, 1.0 + m.cfg.clip) * adv_b);
       auto policy_loss = -surr.mean();
       auto v = m.critic.ptr()->forward(C.index_select(0, idx)).squeeze(1);
       auto value_loss = torch::nn::functional::huber_loss(
@@ -419,12 +438,13 @@ UpdateStats Mappo::update(const PolicyInput& last) {
         st.value_loss += value_loss.item<double>();
         st.entropy += entropy.item<double>();
         st.approx_kl += (old - new_logp).mean().item<double>();
-        st.clip_frac += ((ratio - 1.0).abs() > m.cfg.clip).to(torch::kFloat32).mean().item<double>();
+        st.clip_frac +=
+            ((ratio - 1.0).abs() > m.cfg.clip).to(torch::kFloat32).mean().item<double>();
       }
       ++updates;
     }
   }
-  double s[7] = {st.policy_loss, st.value_loss, st.entropy, st.approx_kl,
+  double s[7] = {st.policy_loss, st.value_loss,      st.entropy,         st.approx_kl,
                  st.clip_frac,   st.grad_norm_actor, st.grad_norm_critic};
   m.comm.allreduce_sum(s, 7);
   const double div = static_cast<double>(updates) * m.comm.size();
@@ -451,8 +471,8 @@ void Mappo::save(const std::string& path) const {
   const auto& m = *impl_;
   torch::serialize::OutputArchive ar;
   ar.write("meta", torch::tensor({static_cast<std::int64_t>(m.n), static_cast<std::int64_t>(m.k),
-                                  static_cast<std::int64_t>(m.ain), static_cast<std::int64_t>(m.cin),
-                                  static_cast<std::int64_t>(m.na),
+                                  static_cast<std::int64_t>(m.ain),
+                                  static_cast<std::int64_t>(m.cin), static_cast<std::int64_t>(m.na),
                                   static_cast<std::int64_t>(m.cfg.share_actor)}));
   for (std::size_t i = 0; i < m.actors.size(); ++i) {
     torch::serialize::OutputArchive sub;
@@ -481,10 +501,11 @@ void Mappo::load(const std::string& path) {
   torch::Tensor meta;
   ar.read("meta", meta);
   const std::vector<std::int64_t> want = {m.n, m.k, m.ain, m.cin, m.na, m.cfg.share_actor ? 1 : 0};
-  MARLSCHED_REQUIRE(meta.numel() == 6 &&
-                        std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
-                    "model '" << path << "' was trained with a different layout (agents, agents per "
-                                 "rank, observation or action space, or actor sharing)");
+  MARLSCHED_REQUIRE(
+      meta.numel() == 6 && std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
+      "model '" << path
+                << "' was trained with a different layout (agents, agents per "
+                   "rank, observation or action space, or actor sharing)");
   for (std::size_t i = 0; i < m.actors.size(); ++i) {
     torch::serialize::InputArchive sub;
     ar.read("actor" + std::to_string(i), sub);
@@ -529,6 +550,8 @@ std::int64_t Mappo::shared_parameter_count() const {
   return n;
 }
 
-int Mappo::shared_tensor_count() const { return static_cast<int>(impl_->shared_params().size()); }
+int Mappo::shared_tensor_count() const {
+  return static_cast<int>(impl_->shared_params().size());
+}
 
 }  // namespace marlsched

@@ -59,9 +59,9 @@ struct UpdateStats {
 
 /// Per-step feedback recorded into the rollout after World::step.
 struct StepFeedback {
-  std::vector<float> reward;                 ///< [copy * local_agents + k], team-mixed
-  std::vector<char> done, truncated;         ///< [copy]
-  std::vector<GlobalObs> terminal;           ///< [copy], valid where done
+  std::vector<float> reward;          ///< [copy * local_agents + k], team-mixed
+  std::vector<char> done, truncated;  ///< [copy]
+  std::vector<GlobalObs> terminal;    ///< [copy], valid where done
 };
 
 /// Sets libtorch's intra-op thread count for this process (one per rank unless told otherwise).

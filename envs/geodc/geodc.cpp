@@ -15,7 +15,8 @@ void Config::bind(OptionBinder& b) {
   b.group("Env: geo-distributed data centers (geodc)");
   b.add("sites", sites, "grid zone of each data center, in agent order");
   b.add("regions", regions, "macro-region of each site (US, EU, AP, SA): sets transfer throughput");
-  b.add("utc-offsets", utc_offsets, "local time offset of each site in hours (arrival diurnal shape)");
+  b.add("utc-offsets", utc_offsets,
+        "local time offset of each site in hours (arrival diurnal shape)");
   b.add("gpus", gpus, "GPU capacity of each site");
   b.add("pue", pue, "power usage effectiveness of each site");
   b.add("arrival-rates", arrival_rates, "mean job arrivals per hour at each site");
@@ -29,7 +30,8 @@ void Config::bind(OptionBinder& b) {
   b.add("workload", workload, "job source: synthetic | alibaba");
   b.add("workload-file", workload_file, "pai_task_table CSV (cluster-trace-gpu-v2020) for alibaba");
   b.add("type-mix", type_mix, "probabilities of gan-ft, mlm-ft, sd-ft jobs");
-  b.add("slack-tiers", slack_tiers, "deadline slack multipliers κ (deadline = arrival + κ·duration)");
+  b.add("slack-tiers", slack_tiers,
+        "deadline slack multipliers κ (deadline = arrival + κ·duration)");
   b.add("slack-probs", slack_probs, "probability of each slack tier");
   b.add("diurnal-amplitude", diurnal_amplitude, "relative amplitude of the daily arrival cycle");
   b.add("diurnal-peak-hour", diurnal_peak_hour, "local hour of peak arrivals");
@@ -59,10 +61,10 @@ int region_index(const std::string& r) {
 // Inter-region throughput (Mbps) and RTT (ms): AWS measurements of Persico et al. (GLOBECOM
 // 2016) as used by Green-DCC's network_delay.py. Pairs the source does not give (AP->US, EU<->AP,
 // EU->SA) take the reverse or the nearest given value. Same region: 1 Gbps, no RTT.
-const double kMbps[4][4] = {{1000, 160, 50, 100}, {160, 1000, 50, 75}, {50, 50, 1000, 45},
-                            {90, 75, 40, 1000}};
-const double kRttMs[4][4] = {{0, 70, 240, 120}, {70, 0, 190, 180}, {240, 190, 0, 350},
-                             {120, 180, 350, 0}};
+const double kMbps[4][4] = {
+    {1000, 160, 50, 100}, {160, 1000, 50, 75}, {50, 50, 1000, 45}, {90, 75, 40, 1000}};
+const double kRttMs[4][4] = {
+    {0, 70, 240, 120}, {70, 0, 190, 180}, {240, 190, 0, 350}, {120, 180, 350, 0}};
 
 std::map<std::string, double> parse_fx(const std::vector<std::string>& fx) {
   std::map<std::string, double> out;
@@ -107,8 +109,8 @@ void Config::validate(int num_agents) const {
   for (std::size_t i = 0; i < n; ++i) {
     MARLSCHED_REQUIRE(region_index(regions[i]) >= 0,
                       "--regions: unknown region '" << regions[i] << "' (use US, EU, AP or SA)");
-    MARLSCHED_REQUIRE(gpus[i] > 0, "--gpus: site " << sites[i] << " needs a positive GPU count, got "
-                                                   << gpus[i]);
+    MARLSCHED_REQUIRE(
+        gpus[i] > 0, "--gpus: site " << sites[i] << " needs a positive GPU count, got " << gpus[i]);
     MARLSCHED_REQUIRE(pue[i] >= 1.0 && std::isfinite(pue[i]),
                       "--pue: site " << sites[i] << " needs PUE >= 1, got " << pue[i]);
     MARLSCHED_REQUIRE(arrival_rates[i] >= 0 && std::isfinite(arrival_rates[i]),
@@ -118,9 +120,10 @@ void Config::validate(int num_agents) const {
     MARLSCHED_REQUIRE(num_agents >= 1, "the run needs at least one agent");
   } else {
     MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) == n,
-                      "the config defines " << n << " data centers but the run has " << num_agents
-                                            << " agents (ranks x agents-per-rank); give one site per "
-                                               "agent or --replicate-sites");
+                      "the config defines "
+                          << n << " data centers but the run has " << num_agents
+                          << " agents (ranks x agents-per-rank); give one site per "
+                             "agent or --replicate-sites");
   }
   MARLSCHED_REQUIRE(slot_minutes > 0 && 60 % slot_minutes == 0,
                     "--slot-minutes must divide 60, got " << slot_minutes);
@@ -154,12 +157,12 @@ void Config::validate(int num_agents) const {
                     "--diurnal-amplitude must be in [0, 1], got " << diurnal_amplitude);
   MARLSCHED_REQUIRE(max_queue > 0, "--max-queue must be positive");
   MARLSCHED_REQUIRE(max_hops >= 0, "--max-hops must be >= 0");
-  MARLSCHED_REQUIRE(carbon_files.empty() || carbon_files.size() == n,
-                    "--carbon-files needs one file per site (" << n << "), got "
-                                                               << carbon_files.size());
-  MARLSCHED_REQUIRE(price_files.empty() || price_files.size() == n,
-                    "--price-files needs one file per site (" << n << "), got "
-                                                              << price_files.size());
+  MARLSCHED_REQUIRE(
+      carbon_files.empty() || carbon_files.size() == n,
+      "--carbon-files needs one file per site (" << n << "), got " << carbon_files.size());
+  MARLSCHED_REQUIRE(
+      price_files.empty() || price_files.size() == n,
+      "--price-files needs one file per site (" << n << "), got " << price_files.size());
   MARLSCHED_REQUIRE(carbon_column == "lca" || carbon_column == "direct",
                     "--carbon-column: expected lca or direct, got '" << carbon_column << "'");
   parse_fx(fx);
@@ -172,10 +175,9 @@ void Config::validate(int num_agents) const {
 EnvSpec make_spec(const Config& cfg, int num_agents) {
   EnvSpec s;
   s.name = "geodc";
-  s.obs_fields = {"free_gpu_frac", "carbon",       "price",       "queue_load",
-                  "utilization",   "queue_fill",   "urgent_frac", "mean_slack",
-                  "inbound",       "carbon_trend", "price_trend", "hour_sin",
-                  "hour_cos",      "progress"};
+  s.obs_fields = {"free_gpu_frac", "carbon",      "price",      "queue_load", "utilization",
+                  "queue_fill",    "urgent_frac", "mean_slack", "inbound",    "carbon_trend",
+                  "price_trend",   "hour_sin",    "hour_cos",   "progress"};
   s.num_public = 4;
   for (int k = 0; k < num_agents; ++k)
     s.action_names.push_back("run-fit/overflow->" + std::to_string(k) + ":" +
@@ -183,8 +185,8 @@ EnvSpec make_spec(const Config& cfg, int num_agents) {
   for (int k = 0; k < num_agents; ++k)
     s.action_names.push_back("defer/send->" + std::to_string(k) + ":" +
                              cfg.sites[static_cast<std::size_t>(cfg.site_of(k))]);
-  s.reward_components = {"goodput_gpu_h", "utilization",    "energy_kwh",
-                         "energy_cost_usd", "carbon_kg",    "sla_violations"};
+  s.reward_components = {"goodput_gpu_h",   "utilization", "energy_kwh",
+                         "energy_cost_usd", "carbon_kg",   "sla_violations"};
   s.episode_length = cfg.episode_slots;
   return s;
 }
@@ -285,8 +287,9 @@ void Shard::reset(std::uint64_t world_seed, std::uint64_t shard_seed) {
   running_.clear();
   pending_transfer_kwh_ = 0.0;
   // All shards of one world share the start hour (same world_seed): one global clock.
-  start_hour_ = trace_start_hour(cfg_) +
-                static_cast<std::int64_t>(world_seed % static_cast<std::uint64_t>(cfg_.trace_days * 24));
+  start_hour_ =
+      trace_start_hour(cfg_) +
+      static_cast<std::int64_t>(world_seed % static_cast<std::uint64_t>(cfg_.trace_days * 24));
   if (site_ && !site_->tasks.empty())
     trace_offset_ = static_cast<std::int64_t>(splitmix64(world_seed) %
                                               static_cast<std::uint64_t>(site_->trace_span));
@@ -322,8 +325,9 @@ void Shard::arrivals() {
     std::int64_t lo = (trace_offset_ + t_ * slot_s) % site_->trace_span;
     std::int64_t hi = lo + slot_s;
     auto take = [&](std::int64_t a, std::int64_t b) {
-      auto it = std::lower_bound(tasks.begin(), tasks.end(), site_->trace_t0 + a,
-                                 [](const TraceTask& x, std::int64_t v) { return x.start_time < v; });
+      auto it =
+          std::lower_bound(tasks.begin(), tasks.end(), site_->trace_t0 + a,
+                           [](const TraceTask& x, std::int64_t v) { return x.start_time < v; });
       for (; it != tasks.end() && it->start_time < site_->trace_t0 + b; ++it) {
         Job j;
         j.id = make_id();
@@ -382,8 +386,8 @@ void Shard::observe(float* out) const {
   const auto h = epoch_hour();
   const double ci = site_->carbon.at(h), pr = site_->price.at(h);
   const double ci_next = site_->carbon.mean(h + 1, 4), pr_next = site_->price.mean(h + 1, 4);
-  const double local_hour =
-      static_cast<double>((h % 24 + 24) % 24) + cfg_.utc_offsets[static_cast<std::size_t>(site_index_)];
+  const double local_hour = static_cast<double>((h % 24 + 24) % 24) +
+                            cfg_.utc_offsets[static_cast<std::size_t>(site_index_)];
   const double qn = static_cast<double>(queue_.size());
   const float v[] = {
       static_cast<float>(static_cast<double>(capacity_ - busy) / capacity_),
@@ -451,7 +455,8 @@ StepOutcome Shard::advance() {
   const auto h = epoch_hour();
   const int busy = busy_gpus();
   double watts = (capacity_ - busy) * cfg_.idle_watts;
-  for (const auto& j : running_) watts += j.gpus * cfg_.busy_watts[static_cast<std::size_t>(j.type)];
+  for (const auto& j : running_)
+    watts += j.gpus * cfg_.busy_watts[static_cast<std::size_t>(j.type)];
   const double kwh = pue_ * watts / 1000.0 * cfg_.slot_hours() + pending_transfer_kwh_;
   pending_transfer_kwh_ = 0.0;
   const double cost = kwh * site_->price.at(h) / 1000.0;
@@ -501,9 +506,9 @@ StepOutcome Shard::advance() {
 }
 
 void Shard::receive(const WorkRecord& record) {
-  MARLSCHED_CHECK(record.payload.size() == sizeof(Job),
-                  "geodc received a record of " << record.payload.size() << " bytes, expected "
-                                                << sizeof(Job));
+  MARLSCHED_CHECK(record.payload.size() == sizeof(Job), "geodc received a record of "
+                                                            << record.payload.size()
+                                                            << " bytes, expected " << sizeof(Job));
   Job j;
   std::memcpy(&j, record.payload.data(), sizeof(Job));
   received_ += 1;
@@ -511,10 +516,14 @@ void Shard::receive(const WorkRecord& record) {
 }
 
 std::map<std::string, double> Shard::counters() const {
-  return {{"arrived", arrived_},       {"completed", completed_},
-          {"completed_on_time", on_time_}, {"dropped", dropped_},
-          {"sla_violations", violations_}, {"forwarded", forwarded_},
-          {"received", received_},     {"discarded_at_reset", discarded_},
+  return {{"arrived", arrived_},
+          {"completed", completed_},
+          {"completed_on_time", on_time_},
+          {"dropped", dropped_},
+          {"sla_violations", violations_},
+          {"forwarded", forwarded_},
+          {"received", received_},
+          {"discarded_at_reset", discarded_},
           {"queued", static_cast<double>(queue_.size())},
           {"running", static_cast<double>(running_.size())}};
 }

@@ -43,8 +43,8 @@ struct Config : EnvConfig {
   int episode_slots = 96;
 
   // Power model.
-  double idle_watts = 60.0;                        ///< per idle GPU
-  std::vector<double> busy_watts{250, 300, 350};   ///< per busy GPU, by job type
+  double idle_watts = 60.0;                       ///< per idle GPU
+  std::vector<double> busy_watts{250, 300, 350};  ///< per busy GPU, by job type
   double transfer_kwh_per_gb = 0.06;
 
   // Workload.
@@ -137,8 +137,8 @@ class Shard final : public marlsched::Shard {
   std::vector<Job> queue_, running_;
   double pending_transfer_kwh_ = 0.0;
   // cumulative counters
-  double arrived_ = 0, completed_ = 0, on_time_ = 0, dropped_ = 0, violations_ = 0,
-         forwarded_ = 0, received_ = 0, discarded_ = 0;
+  double arrived_ = 0, completed_ = 0, on_time_ = 0, dropped_ = 0, violations_ = 0, forwarded_ = 0,
+         received_ = 0, discarded_ = 0;
 };
 
 }  // namespace marlsched::geodc

@@ -32,7 +32,8 @@ enum class CarbonColumn { kLifecycle, kDirect };
 /// Reads an Electricity Maps hourly CSV (both the older "Carbon Intensity gCO₂eq/kWh (LCA)" and
 /// the newer "Carbon intensity gCO₂eq/kWh (Life cycle)" headers). Requires strictly hourly,
 /// increasing timestamps and finite non-negative values; errors name file and line.
-HourlySeries load_carbon_csv(const std::string& path, CarbonColumn column = CarbonColumn::kLifecycle);
+HourlySeries load_carbon_csv(const std::string& path,
+                             CarbonColumn column = CarbonColumn::kLifecycle);
 
 /// Reads a price CSV with columns `Datetime,Price (CUR/MWh)` (also `Datetime (UTC)` first).
 /// Prices are converted to USD with `fx_to_usd` (currency code -> USD per unit); USD needs none.

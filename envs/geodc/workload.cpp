@@ -56,7 +56,9 @@ Job draw_job(Rng& rng, const std::vector<double>& type_mix, const std::vector<do
   return j;
 }
 
-int job_type_for_gpus(int gpus) { return gpus <= 1 ? kGanFt : (gpus <= 4 ? kMlmFt : kSdFt); }
+int job_type_for_gpus(int gpus) {
+  return gpus <= 1 ? kGanFt : (gpus <= 4 ? kMlmFt : kSdFt);
+}
 
 std::vector<TraceTask> load_pai_task_table(const std::string& path) {
   const auto t = csv::read(path, false);
@@ -83,8 +85,9 @@ std::vector<TraceTask> load_pai_task_table(const std::string& path) {
     task.gpus = static_cast<int>(std::ceil(inst * plan_gpu / 100.0 - 1e-9));
     out.push_back(std::move(task));
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const TraceTask& a, const TraceTask& b) { return a.start_time < b.start_time; });
+  std::stable_sort(out.begin(), out.end(), [](const TraceTask& a, const TraceTask& b) {
+    return a.start_time < b.start_time;
+  });
   return out;
 }
 

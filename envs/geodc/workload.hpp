@@ -25,9 +25,9 @@ const JobTypeSpec& job_type_spec(int type);
 
 /// A job as the simulator sees it. Trivially copyable: forwarded as raw bytes.
 struct Job {
-  std::uint64_t id = 0;      ///< unique in a world: (origin << 40) | serial
-  std::int32_t origin = 0;   ///< agent where it arrived
-  std::int32_t type = 0;     ///< JobType
+  std::uint64_t id = 0;     ///< unique in a world: (origin << 40) | serial
+  std::int32_t origin = 0;  ///< agent where it arrived
+  std::int32_t type = 0;    ///< JobType
   std::int32_t gpus = 1;
   std::int32_t duration = 1;   ///< slots of execution
   std::int32_t remaining = 1;  ///< slots still to run

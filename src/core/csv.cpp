@@ -80,8 +80,7 @@ std::string normalize_name(std::string_view s) {
   return out;
 }
 
-int find_column(const std::vector<std::string>& header,
-                const std::vector<std::string>& fragments) {
+int find_column(const std::vector<std::string>& header, const std::vector<std::string>& fragments) {
   for (std::size_t i = 0; i < header.size(); ++i) {
     const auto name = normalize_name(header[i]);
     bool all = true;
@@ -152,8 +151,7 @@ bool parse_datetime(std::string_view s, std::int64_t& epoch_seconds) {
     out = std::stoi(std::string(s.substr(pos, len)));
     return true;
   };
-  if (s.size() < 16 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') ||
-      s[13] != ':')
+  if (s.size() < 16 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') || s[13] != ':')
     return false;
   if (!num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi))
     return false;
@@ -189,9 +187,9 @@ std::string format_datetime(std::int64_t t) {
   const unsigned m = mp < 10 ? mp + 3 : mp - 9;
   y += m <= 2;
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02u %02lld:%02lld:%02lld",
-                static_cast<long long>(y), m, d, static_cast<long long>(secs / 3600),
-                static_cast<long long>((secs / 60) % 60), static_cast<long long>(secs % 60));
+  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02u %02lld:%02lld:%02lld", static_cast<long long>(y),
+                m, d, static_cast<long long>(secs / 3600), static_cast<long long>((secs / 60) % 60),
+                static_cast<long long>(secs % 60));
   return buf;
 }
 

@@ -52,21 +52,21 @@ inline std::string where(const char* file, int line) {
 }  // namespace marlsched
 
 /// Throws `marlsched::Error` (or the given subclass) with a streamed message and the call site.
-#define MARLSCHED_THROW(Kind, msg)                                               \
-  do {                                                                           \
-    std::ostringstream marlsched_os_;                                            \
-    marlsched_os_ << msg;                                                        \
+#define MARLSCHED_THROW(Kind, msg)                                                   \
+  do {                                                                               \
+    std::ostringstream marlsched_os_;                                                \
+    marlsched_os_ << msg;                                                            \
     throw Kind(marlsched_os_.str(), ::marlsched::detail::where(__FILE__, __LINE__)); \
   } while (0)
 
 /// Checks an internal invariant; throws `marlsched::Error` naming the condition.
-#define MARLSCHED_CHECK(cond, msg)                                            \
-  do {                                                                        \
+#define MARLSCHED_CHECK(cond, msg)                                                        \
+  do {                                                                                    \
     if (!(cond)) MARLSCHED_THROW(::marlsched::Error, "check failed: " #cond ": " << msg); \
   } while (0)
 
 /// Validates a configuration value; throws `marlsched::ConfigError`.
-#define MARLSCHED_REQUIRE(cond, msg)                                 \
-  do {                                                               \
-    if (!(cond)) MARLSCHED_THROW(::marlsched::ConfigError, msg);     \
+#define MARLSCHED_REQUIRE(cond, msg)                             \
+  do {                                                           \
+    if (!(cond)) MARLSCHED_THROW(::marlsched::ConfigError, msg); \
   } while (0)

@@ -52,8 +52,7 @@ Comm::~Comm() {
   }
 }
 
-Comm::Comm(Comm&& o) noexcept
-    : comm_(o.comm_), owned_(o.owned_), rank_(o.rank_), size_(o.size_) {
+Comm::Comm(Comm&& o) noexcept : comm_(o.comm_), owned_(o.owned_), rank_(o.rank_), size_(o.size_) {
   o.comm_ = MPI_COMM_NULL;
   o.owned_ = false;
 }
@@ -71,7 +70,9 @@ Comm& Comm::operator=(Comm&& o) noexcept {
   return *this;
 }
 
-void Comm::barrier() const { MARLSCHED_MPI_CHECK(MPI_Barrier(comm_)); }
+void Comm::barrier() const {
+  MARLSCHED_MPI_CHECK(MPI_Barrier(comm_));
+}
 
 std::vector<std::vector<std::byte>> Comm::alltoallv(
     const std::vector<std::vector<std::byte>>& send) const {
@@ -98,8 +99,8 @@ std::vector<std::vector<std::byte>> Comm::alltoallv(
     rtotal += static_cast<std::size_t>(rcount[r]);
   }
   std::vector<std::byte> rbuf(rtotal);
-  MARLSCHED_MPI_CHECK(MPI_Alltoallv(sbuf.data(), scount.data(), sdisp.data(), MPI_BYTE,
-                                    rbuf.data(), rcount.data(), rdisp.data(), MPI_BYTE, comm_));
+  MARLSCHED_MPI_CHECK(MPI_Alltoallv(sbuf.data(), scount.data(), sdisp.data(), MPI_BYTE, rbuf.data(),
+                                    rcount.data(), rdisp.data(), MPI_BYTE, comm_));
   std::vector<std::vector<std::byte>> out(size_);
   for (int r = 0; r < size_; ++r)
     out[r].assign(rbuf.begin() + rdisp[r], rbuf.begin() + rdisp[r] + rcount[r]);

@@ -20,26 +20,36 @@ namespace marlsched::dist {
 /// Throws MpiError with MPI's own error string and the failing call.
 void throw_mpi_error(int code, const char* call, const char* file, int line);
 
-#define MARLSCHED_MPI_CHECK(call)                                                     \
-  do {                                                                                \
-    const int marlsched_rc_ = (call);                                                 \
-    if (marlsched_rc_ != MPI_SUCCESS)                                                 \
-      ::marlsched::dist::throw_mpi_error(marlsched_rc_, #call, __FILE__, __LINE__);  \
+#define MARLSCHED_MPI_CHECK(call)                                                   \
+  do {                                                                              \
+    const int marlsched_rc_ = (call);                                               \
+    if (marlsched_rc_ != MPI_SUCCESS)                                               \
+      ::marlsched::dist::throw_mpi_error(marlsched_rc_, #call, __FILE__, __LINE__); \
   } while (0)
 
 /// MPI datatype for a C++ arithmetic type.
 template <class T>
 MPI_Datatype mpi_type();
 template <>
-inline MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
+inline MPI_Datatype mpi_type<float>() {
+  return MPI_FLOAT;
+}
 template <>
-inline MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+inline MPI_Datatype mpi_type<double>() {
+  return MPI_DOUBLE;
+}
 template <>
-inline MPI_Datatype mpi_type<int>() { return MPI_INT; }
+inline MPI_Datatype mpi_type<int>() {
+  return MPI_INT;
+}
 template <>
-inline MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }
+inline MPI_Datatype mpi_type<std::int64_t>() {
+  return MPI_INT64_T;
+}
 template <>
-inline MPI_Datatype mpi_type<std::uint64_t>() { return MPI_UINT64_T; }
+inline MPI_Datatype mpi_type<std::uint64_t>() {
+  return MPI_UINT64_T;
+}
 
 /// Initialises MPI (MPI_THREAD_FUNNELED) on construction and finalises it on destruction, unless
 /// MPI was already initialised by someone else. Also sets libtorch-free process defaults.
@@ -76,7 +86,8 @@ class Comm {
   /// Every rank sends `count` items; `recv` receives size()*count items in rank order.
   template <class T>
   void allgather(const T* send, int count, T* recv) const {
-    MARLSCHED_MPI_CHECK(MPI_Allgather(send, count, mpi_type<T>(), recv, count, mpi_type<T>(), comm_));
+    MARLSCHED_MPI_CHECK(
+        MPI_Allgather(send, count, mpi_type<T>(), recv, count, mpi_type<T>(), comm_));
   }
   /// In-place elementwise sum over ranks.
   template <class T>

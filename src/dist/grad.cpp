@@ -26,7 +26,8 @@ std::int64_t average_gradients(const std::vector<torch::Tensor>& params, const C
     auto& g = p.mutable_grad();
     if (!g.defined()) g = torch::zeros_like(p);
     if (!g.is_contiguous()) g = g.contiguous();
-    std::memcpy(flat.data() + off, g.data_ptr<float>(), sizeof(float) * static_cast<std::size_t>(p.numel()));
+    std::memcpy(flat.data() + off, g.data_ptr<float>(),
+                sizeof(float) * static_cast<std::size_t>(p.numel()));
     off += p.numel();
   }
   if (comm.size() > 1) comm.allreduce_sum(flat.data(), static_cast<int>(n));

@@ -36,6 +36,8 @@ void RunningMoments::update(double n, double sum, double sumsq) {
   count = tot;
 }
 
-double RunningMoments::std() const { return std::max(1e-4, std::sqrt(var())); }
+double RunningMoments::std() const {
+  return std::max(1e-4, std::sqrt(var()));
+}
 
 }  // namespace marlsched

@@ -47,7 +47,8 @@ EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& co
       for (int c = 0; c < world.copies(); ++c)
         for (int a = 0; a < world.num_agents(); ++a) {
           ep_ret[static_cast<std::size_t>(c)] += world.reward(c, a);
-          for (int i = 0; i < nc; ++i) row.components[static_cast<std::size_t>(i)] += world.component(c, a, i);
+          for (int i = 0; i < nc; ++i)
+            row.components[static_cast<std::size_t>(i)] += world.component(c, a, i);
           if (util_idx >= 0) {
             util_sum += world.component(c, a, util_idx);
             util_n += 1;

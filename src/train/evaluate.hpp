@@ -35,8 +35,7 @@ EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& co
                  const EvalSettings& s);
 
 /// A table with one row per policy: utility, each reward component, utilisation.
-std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& rows,
-                              bool markdown);
+std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& rows, bool markdown);
 std::string format_eval_csv(const EnvSpec& spec, const std::vector<EvalRow>& rows);
 
 }  // namespace marlsched

@@ -36,7 +36,8 @@ void RunConfig::bind(OptionBinder& b) {
 
 void RunConfig::validate() const {
   MARLSCHED_REQUIRE(iterations >= 0, "--iterations must be >= 0, got " << iterations);
-  MARLSCHED_REQUIRE(agents_per_rank >= 1, "--agents-per-rank must be >= 1, got " << agents_per_rank);
+  MARLSCHED_REQUIRE(agents_per_rank >= 1,
+                    "--agents-per-rank must be >= 1, got " << agents_per_rank);
   MARLSCHED_REQUIRE(envs_per_rank >= 1, "--envs-per-rank must be >= 1, got " << envs_per_rank);
   MARLSCHED_REQUIRE(!run_dir.empty(), "--run-dir must not be empty");
   MARLSCHED_REQUIRE(eval_episodes >= 1, "--eval-episodes must be >= 1");
@@ -124,10 +125,12 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   if (root) {
     metrics.open(run.run_dir + "/metrics.csv");
     timing.open(run.run_dir + "/timing.csv");
-    if (!metrics || !timing) MARLSCHED_THROW(InputError, "cannot write into '" << run.run_dir << "'");
+    if (!metrics || !timing)
+      MARLSCHED_THROW(InputError, "cannot write into '" << run.run_dir << "'");
     metrics << "iteration,env_steps,episodes,system_reward_per_slot,episode_return";
     for (const auto& c : spec.reward_components) metrics << ',' << c << "_per_slot";
-    metrics << ",policy_loss,value_loss,entropy,approx_kl,clip_frac,grad_norm_actor,grad_norm_critic\n";
+    metrics
+        << ",policy_loss,value_loss,entropy,approx_kl,clip_frac,grad_norm_actor,grad_norm_critic\n";
     metrics << std::setprecision(9);
     timing << "iteration,wall_s,env_s,exchange_s,gather_s,act_s,update_s,allreduce_s\n";
     std::cout << "marlsched train: env " << spec.name << ", algo " << run.algo << ", " << n
@@ -166,7 +169,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
         double total = 0;
         for (int a = 0; a < n; ++a) {
           total += world.reward(c, a);
-          for (int i = 0; i < nc; ++i) comp[static_cast<std::size_t>(i)] += world.component(c, a, i);
+          for (int i = 0; i < nc; ++i)
+            comp[static_cast<std::size_t>(i)] += world.component(c, a, i);
         }
         sys_reward += total;
         ep_return[static_cast<std::size_t>(c)] += total;
@@ -196,7 +200,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     if (it % run.check_every == 0 || it == run.iterations) {
       const bool same = agent->shared_parameters_identical();
       sum.parameters_identical = sum.parameters_identical && same;
-      if (!same) MARLSCHED_THROW(Error, "shared parameters diverged across ranks at iteration " << it);
+      if (!same)
+        MARLSCHED_THROW(Error, "shared parameters diverged across ranks at iteration " << it);
     }
     if (root) {
       const double elapsed = now() - start;
@@ -217,7 +222,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
         std::ostringstream os;
         os << std::fixed << "iter " << std::setw(4) << it << "/" << run.iterations << " | steps "
            << std::setw(8) << env_steps << " | " << std::setprecision(0) << std::setw(6) << sps
-           << " steps/s | reward/slot " << std::setprecision(3) << std::setw(8) << sys_reward / slots;
+           << " steps/s | reward/slot " << std::setprecision(3) << std::setw(8)
+           << sys_reward / slots;
         for (int i = 0; i < nc; ++i)
           os << " " << spec.reward_components[static_cast<std::size_t>(i)] << " "
              << std::setprecision(2) << comp[static_cast<std::size_t>(i)] / slots;
@@ -241,11 +247,11 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   for (int i = 0; i < 6; ++i) mx[i] = comm.allreduce_max(split[i]);
   if (root) {
     const double wall = std::max(1e-9, sum.wall_seconds);
-    const char* names[6] = {"env step", "work exchange (alltoallv)", "obs allgather",
-                            "policy forward", "update fwd/bwd+optim", "grad allreduce"};
+    const char* names[6] = {"env step",       "work exchange (alltoallv)", "obs allgather",
+                            "policy forward", "update fwd/bwd+optim",      "grad allreduce"};
     std::cout << "time split (slowest rank, " << std::fixed << std::setprecision(2) << wall
-              << " s wall, " << std::setprecision(0)
-              << static_cast<double>(env_steps) / wall << " env steps/s):";
+              << " s wall, " << std::setprecision(0) << static_cast<double>(env_steps) / wall
+              << " env steps/s):";
     for (int i = 0; i < 6; ++i)
       std::cout << (i ? ", " : " ") << names[i] << " " << std::setprecision(1)
                 << 100.0 * mx[i] / wall << "%";

@@ -159,8 +159,9 @@ void World::step(const std::vector<int>& actions) {
     const float* first = gathered_.data() + static_cast<std::size_t>(c * n_) * p;
     const bool d = first[d_ + 1 + c_] != 0.f;
     for (int a = 1; a < n_; ++a)
-      MARLSCHED_CHECK((gathered_[static_cast<std::size_t>(c * n_ + a) * p + d_ + 1 + c_] != 0.f) == d,
-                      "env shards of copy " << c << " disagree on the episode end");
+      MARLSCHED_CHECK(
+          (gathered_[static_cast<std::size_t>(c * n_ + a) * p + d_ + 1 + c_] != 0.f) == d,
+          "env shards of copy " << c << " disagree on the episode end");
     done_[static_cast<std::size_t>(c)] = d ? 1 : 0;
     trunc_[static_cast<std::size_t>(c)] = first[d_ + 2 + c_] != 0.f ? 1 : 0;
     any_done = any_done || d;

@@ -77,7 +77,7 @@ class World {
   std::vector<std::uint64_t> episode_;
   std::vector<int> ep_step_;
   std::vector<StepOutcome> outcome_;
-  std::vector<float> gathered_;           // [copy][agent][packet]
+  std::vector<float> gathered_;            // [copy][agent][packet]
   std::vector<float> obs_, terminal_obs_;  // [copy][agent][d]
   std::vector<char> done_, trunc_;
   StepTimes times_;

@@ -31,8 +31,11 @@ TEST(Csv, DatetimeRoundTrip) {
 }
 
 TEST(Csv, NormalizedColumnLookup) {
-  const std::vector<std::string> h = {"Datetime (UTC)", "Carbon Intensity gCO\xE2\x82\x82" "eq/kWh (direct)",
-                                      "Carbon intensity gCO\xE2\x82\x82" "eq/kWh (LCA)"};
+  const std::vector<std::string> h = {"Datetime (UTC)",
+                                      "Carbon Intensity gCO\xE2\x82\x82"
+                                      "eq/kWh (direct)",
+                                      "Carbon intensity gCO\xE2\x82\x82"
+                                      "eq/kWh (LCA)"};
   EXPECT_EQ(csv::normalize_name(h[2]), "carbonintensitygco2eqkwhlca");
   EXPECT_EQ(csv::find_column(h, {"carbon intensity", "lca"}), 2);
   EXPECT_EQ(csv::find_column(h, {"carbon intensity", "direct"}), 1);

@@ -29,7 +29,8 @@ TEST(Comm, AlltoallvMovesVariableSizeRecords) {
   ASSERT_EQ(static_cast<int>(recv.size()), n);
   for (int s = 0; s < n; ++s) {
     ASSERT_EQ(recv[static_cast<std::size_t>(s)].size(), static_cast<std::size_t>((s + me) % 3));
-    for (auto b : recv[static_cast<std::size_t>(s)]) EXPECT_EQ(b, static_cast<std::byte>(s * 16 + me));
+    for (auto b : recv[static_cast<std::size_t>(s)])
+      EXPECT_EQ(b, static_cast<std::byte>(s * 16 + me));
   }
   EXPECT_THROW(comm.alltoallv({}), Error);
 }

@@ -23,8 +23,8 @@ struct LocalWorld {
   }
   void reset(std::uint64_t seed, std::uint64_t ep) {
     for (int a = 0; a < n; ++a)
-      shards[static_cast<std::size_t>(a)]->reset(derive_seed(seed, {ep}),
-                                                 derive_seed(seed, {ep, static_cast<std::uint64_t>(a) + 1}));
+      shards[static_cast<std::size_t>(a)]->reset(
+          derive_seed(seed, {ep}), derive_seed(seed, {ep, static_cast<std::uint64_t>(a) + 1}));
   }
   std::vector<float> observe() {
     const int d = factory->spec().obs_dim();
@@ -46,7 +46,9 @@ struct LocalWorld {
     for (const auto& r : all) shards[static_cast<std::size_t>(r.dest)]->receive(r);
     return res;
   }
-  geodc::Shard& shard(int a) { return dynamic_cast<geodc::Shard&>(*shards[static_cast<std::size_t>(a)]); }
+  geodc::Shard& shard(int a) {
+    return dynamic_cast<geodc::Shard&>(*shards[static_cast<std::size_t>(a)]);
+  }
   std::map<std::string, double> totals() {
     std::map<std::string, double> t;
     for (auto& s : shards)
@@ -184,7 +186,7 @@ TEST(GeoDc, ForwardedJobsWaitForTheirTransfer) {
   // US -> AP: 50 GB at 50 Mbps = 8000 s + RTT -> 9 slots of 15 min; US -> US-like same region 1.
   EXPECT_EQ(w.shard(0).transfer_slots(2, 50.0), 9);
   EXPECT_EQ(w.shard(0).transfer_slots(1, 5.0), 1);
-  EXPECT_EQ(w.shard(2).transfer_slots(3, 50.0), 1);  // SG -> JP-TK, both AP
+  EXPECT_EQ(w.shard(2).transfer_slots(3, 50.0), 1);       // SG -> JP-TK, both AP
   for (int t = 0; t < 20; ++t) w.step({4 + 2, 1, 2, 3});  // site 0 sends everything to SG
   for (const auto& j : w.shard(2).queue()) EXPECT_TRUE(j.origin != 0 || j.hops == 1);
   for (const auto& j : w.shard(2).running()) EXPECT_TRUE(j.origin != 0 || j.hops == 1);
@@ -199,7 +201,8 @@ TEST(GeoDc, SameSeedsSameTrajectory) {
   for (int t = 0; t < 96; ++t) {
     const std::vector<int> act = {t % 8, (t + 3) % 8, (t + 5) % 8, 7 - t % 8};
     const auto ra = a.step(act), rb = b.step(act);
-    for (int s = 0; s < 4; ++s) ASSERT_EQ(ra[static_cast<std::size_t>(s)].reward, rb[static_cast<std::size_t>(s)].reward);
+    for (int s = 0; s < 4; ++s)
+      ASSERT_EQ(ra[static_cast<std::size_t>(s)].reward, rb[static_cast<std::size_t>(s)].reward);
   }
   EXPECT_EQ(a.observe(), b.observe());
 }
@@ -219,7 +222,8 @@ TEST(GeoDc, ConfigErrorsNameTheBadValue) {
   cfg.replicate_sites = true;
   EXPECT_EQ(msg(8), "(valid)");
   cfg.gpus = {64, -1, 32, 48};
-  EXPECT_NE(msg(4).find("--gpus: site DE-LU needs a positive GPU count, got -1"), std::string::npos);
+  EXPECT_NE(msg(4).find("--gpus: site DE-LU needs a positive GPU count, got -1"),
+            std::string::npos);
   cfg.gpus = {64, 48, 32};
   EXPECT_NE(msg(4).find("--gpus has 3 values but --sites has 4"), std::string::npos);
   cfg = geodc::Config{};

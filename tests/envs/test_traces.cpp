@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "geodc/geodc.hpp"
 #include "geodc/traces.hpp"
 #include "test_util.hpp"
 
@@ -46,14 +47,16 @@ TEST(RealTraces, ElectricityMapsCarbonFiles) {
 TEST(RealTraces, PriceFilesInFourCurrencies) {
   const auto dir = test::shared_data();
   if (dir.empty()) GTEST_SKIP() << "../shared/data not present: real-trace loader test skipped";
-  const auto de = load_price_csv(dir + "/electricity_prices/DE-LU_electricity_prices_2023.csv", kFx);
+  const auto de =
+      load_price_csv(dir + "/electricity_prices/DE-LU_electricity_prices_2023.csv", kFx);
   ASSERT_EQ(de.values.size(), 8760u);
   EXPECT_NEAR(de.values[0], -5.17 * 1.08, 1e-9);  // negative prices are real
   const auto ca =
       load_price_csv(dir + "/electricity_prices/US-CAL-CISO_electricity_prices_2023.csv", kFx);
   EXPECT_EQ(ca.values.size(), 8784u);
   EXPECT_NEAR(ca.values[0], 110.77982, 1e-9);
-  const auto jp = load_price_csv(dir + "/electricity_prices/JP-TK_electricity_prices_2023.csv", kFx);
+  const auto jp =
+      load_price_csv(dir + "/electricity_prices/JP-TK_electricity_prices_2023.csv", kFx);
   EXPECT_NEAR(jp.values[0], 24900.0 * 0.00712, 1e-9);
   const auto sg = load_price_csv(dir + "/electricity_prices/SG_electricity_prices_2023.csv", kFx);
   EXPECT_NEAR(sg.values[0], 158.62 * 0.744, 1e-9);
@@ -75,8 +78,10 @@ TEST(SyntheticTraces, WrittenFilesLoadBackInBothFormats) {
   ASSERT_EQ(c2.values.size(), 72u);
   EXPECT_EQ(c2.start_hour, 464592);
   for (int i = 0; i < 72; ++i) {
-    EXPECT_NEAR(c2.values[static_cast<std::size_t>(i)], c.values[static_cast<std::size_t>(i)], 0.006);
-    EXPECT_NEAR(p2.values[static_cast<std::size_t>(i)], pr.values[static_cast<std::size_t>(i)], 0.006);
+    EXPECT_NEAR(c2.values[static_cast<std::size_t>(i)], c.values[static_cast<std::size_t>(i)],
+                0.006);
+    EXPECT_NEAR(p2.values[static_cast<std::size_t>(i)], pr.values[static_cast<std::size_t>(i)],
+                0.006);
   }
   // Calibration: the synthetic annual mean is near the 2023 mean of the zone.
   const auto year = synth_carbon(zone_profile("US-CAL-CISO"), 464592, 8760, 2023);
@@ -90,7 +95,8 @@ TEST(TraceErrors, NameFileAndLine) {
       "Datetime (UTC),Country,Zone Name,Zone Id,Carbon Intensity gCO\xE2\x82\x82"
       "eq/kWh (direct),Carbon Intensity gCO\xE2\x82\x82"
       "eq/kWh (LCA)\n";
-  auto gap = write(dir, "gap.csv", hdr + "2023-01-01 00:00:00,X,X,X,1,2\n2023-01-01 02:00:00,X,X,X,1,2\n");
+  auto gap =
+      write(dir, "gap.csv", hdr + "2023-01-01 00:00:00,X,X,X,1,2\n2023-01-01 02:00:00,X,X,X,1,2\n");
   EXPECT_NE(error_of([&] { load_carbon_csv(gap); }).find("gap.csv:3: expected hourly"),
             std::string::npos);
   auto bad_ts = write(dir, "ts.csv", hdr + "2023-01-01 00:00:00,X,X,X,1,2\nnot-a-date,X,X,X,1,2\n");
@@ -108,4 +114,23 @@ TEST(TraceErrors, NameFileAndLine) {
             std::string::npos);
   EXPECT_NE(error_of([&] { load_carbon_csv(dir + "/missing.csv"); }).find("cannot open"),
             std::string::npos);
+}
+
+TEST(SyntheticTraces, CommittedDataIsWhatTheDefaultRunUses) {
+  const char* src = std::getenv("MARLSCHED_SOURCE_DIR");
+  ASSERT_NE(src, nullptr);
+  geodc::Config cfg;
+  const auto sites = geodc::load_sites(cfg, 4);
+  for (std::size_t i = 0; i < cfg.sites.size(); ++i) {
+    const std::string base = std::string(src) + "/data/generated/" + cfg.sites[i];
+    const auto c = load_carbon_csv(base + "_synthetic_hourly.csv");
+    const auto p = load_price_csv(base + "_synthetic_prices.csv", {});
+    ASSERT_EQ(c.values.size(), 14u * 24u);
+    for (std::size_t h = 0; h < c.values.size(); ++h) {
+      ASSERT_NEAR(c.values[h], sites[i]->carbon.at(c.start_hour + static_cast<std::int64_t>(h)),
+                  0.006);
+      ASSERT_NEAR(p.values[h], sites[i]->price.at(p.start_hour + static_cast<std::int64_t>(h)),
+                  0.006);
+    }
+  }
 }

@@ -10,9 +10,9 @@ TEST(Gae, MatchesHandComputation) {
   const std::vector<std::uint8_t> end = {0, 0, 0};
   std::vector<float> a, ret;
   compute_gae(r, v, nv, end, 0.9f, 0.5f, a, ret);
-  const float d2 = 2 + 0.9f * 0.4f - 0.2f;      // 2.16
-  const float d1 = 0 + 0.9f * 0.2f - 1.0f;      // -0.82
-  const float d0 = 1 + 0.9f * 1.0f - 0.5f;      // 1.4
+  const float d2 = 2 + 0.9f * 0.4f - 0.2f;  // 2.16
+  const float d1 = 0 + 0.9f * 0.2f - 1.0f;  // -0.82
+  const float d0 = 1 + 0.9f * 1.0f - 0.5f;  // 1.4
   const float a2 = d2, a1 = d1 + 0.45f * a2, a0 = d0 + 0.45f * a1;
   EXPECT_FLOAT_EQ(a[2], a2);
   EXPECT_FLOAT_EQ(a[1], a1);

@@ -71,7 +71,8 @@ TEST(World, EpisodesEndTogetherAndResetWithTerminalObservations) {
   w.reset();
   const std::vector<int> local(static_cast<std::size_t>(w.local_agents()), 0);
   std::vector<int> acts(local.size());
-  for (int k = 0; k < w.local_agents(); ++k) acts[static_cast<std::size_t>(k)] = w.first_agent() + k;
+  for (int k = 0; k < w.local_agents(); ++k)
+    acts[static_cast<std::size_t>(k)] = w.first_agent() + k;
   for (int t = 1; t <= 5; ++t) {
     w.step(acts);
     EXPECT_EQ(w.done(0), t == 5);
