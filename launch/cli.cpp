@@ -20,6 +20,7 @@
 #include "geodc/geodc.hpp"
 #include "geodc/traces.hpp"
 #include "geodc/workload.hpp"
+#include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
 
 namespace marlsched::cli {
@@ -249,6 +250,12 @@ int run(int argc, char** argv, const dist::Comm& comm) {
 
   Command train_cmd, eval_cmd, base_cmd;
   train_cmd.bind(app.add_subcommand("train", "train a learner (default: MAPPO on geodc)"));
+  std::string resume_dir;
+  train_cmd.app
+      ->add_option("--resume", resume_dir,
+                   "continue RUN_DIR from its latest complete checkpoint (uses RUN_DIR/config.toml "
+                   "unless --config is given)")
+      ->check(CLI::ExistingDirectory);
   eval_cmd.bind(app.add_subcommand(
       "eval",
       "evaluate a trained run's policy against every heuristic baseline on held-out seeds"));
@@ -292,8 +299,14 @@ int run(int argc, char** argv, const dist::Comm& comm) {
                  : base_cmd.app->parsed() ? &base_cmd
                                           : nullptr;
   Prepared prep;
-  std::string failure;
+  std::string failure, resume_ckpt;
   try {
+    if (cmd == &train_cmd && !resume_dir.empty() && train_cmd.config_path.empty()) {
+      MARLSCHED_REQUIRE(
+          std::filesystem::exists(resume_dir + "/config.toml"),
+          "--resume: '" << resume_dir << "' has no config.toml (not a run directory)");
+      train_cmd.config_path = resume_dir + "/config.toml";
+    }
     if (cmd != nullptr && cmd == &eval_cmd && eval_cmd.config_path.empty() &&
         !eval_run_dir.empty() && std::filesystem::exists(eval_run_dir + "/config.toml"))
       eval_cmd.config_path = eval_run_dir + "/config.toml";
@@ -304,6 +317,17 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         return 0;
       }
       prep = prepare(*cmd, comm, cmd != &base_cmd);
+      if (cmd == &train_cmd && !resume_dir.empty()) {
+        train_cmd.run.run_dir = resume_dir;
+        const auto latest = latest_checkpoint(resume_dir);
+        MARLSCHED_REQUIRE(latest.has_value(),
+                          "--resume: no complete checkpoint in '"
+                              << resume_dir << "/checkpoints' (train with --checkpoint-every N)");
+        validate_checkpoint(*latest, comm.rank(), comm.size(), train_cmd.run.agents_per_rank,
+                            train_cmd.run.envs_per_rank,
+                            config_fingerprint(train_cmd.binder->to_toml()));
+        resume_ckpt = *latest;
+      }
       set_torch_threads(cmd->run.threads);
     }
     if (cmd == &eval_cmd) {
@@ -338,7 +362,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   try {
     if (cmd == &train_cmd) {
       const auto summary = train(train_cmd.run, train_cmd.learners, *prep.factory, comm,
-                                 train_cmd.binder->to_toml());
+                                 train_cmd.binder->to_toml(), resume_ckpt);
       if (train_cmd.run.eval_after)
         evaluate_all(train_cmd.run, train_cmd.learners, *prep.factory, comm, train_cmd.run.run_dir,
                      heuristic_names(), false, train_cmd.run.run_dir);

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -487,19 +488,34 @@ void Mappo::save(const std::string& path) const {
   m.critic_opt->save(co);
   ar.write("critic_opt", co);
   ar.write("vnorm", torch::tensor({m.vnorm.count, m.vnorm.mean, m.vnorm.m2}, torch::kFloat64));
+  std::ostringstream rng;
+  rng << m.sample_rng.engine() << ' ' << m.shuffle_rng.engine();
+  const std::string rs = rng.str();
+  ar.write("rng", torch::from_blob(const_cast<char*>(rs.data()),
+                                   {static_cast<std::int64_t>(rs.size())}, torch::kUInt8)
+                      .clone());
   ar.save_to(path);
 }
 
 void Mappo::load(const std::string& path) {
+  try {
+    load_impl(path);
+  } catch (const c10::Error&) {
+    MARLSCHED_THROW(InputError,
+                    "cannot read model '" << path << "': corrupted or not a marlsched model file");
+  }
+}
+
+void Mappo::load_impl(const std::string& path) {
   auto& m = *impl_;
   torch::serialize::InputArchive ar;
+  torch::Tensor meta;
   try {
     ar.load_from(path);
+    ar.read("meta", meta);
   } catch (const c10::Error& e) {
     MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
   }
-  torch::Tensor meta;
-  ar.read("meta", meta);
   const std::vector<std::int64_t> want = {m.n, m.k, m.ain, m.cin, m.na, m.cfg.share_actor ? 1 : 0};
   MARLSCHED_REQUIRE(
       meta.numel() == 6 && std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
@@ -523,6 +539,12 @@ void Mappo::load(const std::string& path) {
   m.vnorm.count = vn[0].item<double>();
   m.vnorm.mean = vn[1].item<double>();
   m.vnorm.m2 = vn[2].item<double>();
+  torch::Tensor rt;
+  ar.read("rng", rt);
+  std::istringstream rng(
+      std::string(static_cast<const char*>(rt.data_ptr()), static_cast<std::size_t>(rt.numel())));
+  rng >> m.sample_rng.engine() >> m.shuffle_rng.engine();
+  MARLSCHED_REQUIRE(static_cast<bool>(rng), "model '" << path << "': bad RNG state");
 }
 
 bool Mappo::shared_parameters_identical() const {

@@ -103,6 +103,7 @@ class Mappo final : public Policy {
   int shared_tensor_count() const;
 
  private:
+  void load_impl(const std::string& path);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

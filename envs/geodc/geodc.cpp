@@ -5,9 +5,11 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <sstream>
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
+#include "core/serialize.hpp"
 
 namespace marlsched::geodc {
 
@@ -526,6 +528,54 @@ std::map<std::string, double> Shard::counters() const {
           {"discarded_at_reset", discarded_},
           {"queued", static_cast<double>(queue_.size())},
           {"running", static_cast<double>(running_.size())}};
+}
+
+namespace {
+constexpr std::uint32_t kStateMagic = 0x67656F31;  // "geo1"
+}
+
+std::vector<std::byte> Shard::save_state() const {
+  ByteWriter w;
+  w.put(kStateMagic);
+  w.put<std::int32_t>(agent_);
+  std::ostringstream rng;
+  rng << rng_.engine();
+  w.put_string(rng.str());
+  w.put(t_);
+  w.put(start_hour_);
+  w.put(trace_offset_);
+  w.put(serial_);
+  w.put_vector(queue_);
+  w.put_vector(running_);
+  w.put(pending_transfer_kwh_);
+  for (double c :
+       {arrived_, completed_, on_time_, dropped_, violations_, forwarded_, received_, discarded_})
+    w.put(c);
+  return std::move(w.bytes());
+}
+
+void Shard::load_state(const std::vector<std::byte>& state) {
+  ByteReader r(state.data(), state.size(), "geodc shard state");
+  if (r.get<std::uint32_t>() != kStateMagic)
+    MARLSCHED_THROW(InputError, "geodc shard state: wrong format");
+  const auto agent = r.get<std::int32_t>();
+  if (agent != agent_)
+    MARLSCHED_THROW(InputError,
+                    "geodc shard state belongs to agent " << agent << ", not " << agent_);
+  std::istringstream rng(r.get_string());
+  rng >> rng_.engine();
+  if (!rng) MARLSCHED_THROW(InputError, "geodc shard state: bad RNG state");
+  t_ = r.get<int>();
+  start_hour_ = r.get<std::int64_t>();
+  trace_offset_ = r.get<std::int64_t>();
+  serial_ = r.get<std::uint64_t>();
+  queue_ = r.get_vector<Job>();
+  running_ = r.get_vector<Job>();
+  pending_transfer_kwh_ = r.get<double>();
+  for (double* c : {&arrived_, &completed_, &on_time_, &dropped_, &violations_, &forwarded_,
+                    &received_, &discarded_})
+    *c = r.get<double>();
+  if (!r.done()) MARLSCHED_THROW(InputError, "geodc shard state: trailing bytes");
 }
 
 }  // namespace marlsched::geodc

@@ -107,6 +107,8 @@ class Shard final : public marlsched::Shard {
   StepOutcome advance() override;
   void receive(const WorkRecord& record) override;
   std::map<std::string, double> counters() const override;
+  std::vector<std::byte> save_state() const override;
+  void load_state(const std::vector<std::byte>& state) override;
 
   // Introspection for tests.
   const std::vector<Job>& queue() const { return queue_; }

@@ -86,6 +86,11 @@ class Shard {
   virtual void receive(const WorkRecord& record) = 0;
   /// Cumulative counters since construction (for conservation checks and metrics).
   virtual std::map<std::string, double> counters() const = 0;
+  /// Complete dynamic state (queues, in-flight work, RNG, clock, counters) for checkpoints.
+  /// `load_state(save_state())` must make the shard continue exactly as the original.
+  virtual std::vector<std::byte> save_state() const = 0;
+  /// Restores a state written by save_state(); throws InputError if it is malformed.
+  virtual void load_state(const std::vector<std::byte>& state) = 0;
 };
 
 /// Makes the shards of one environment for one run (shares loaded data between shards).

@@ -2,16 +2,21 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include "agents/baselines/heuristics.hpp"
 #include "core/error.hpp"
+#include "core/serialize.hpp"
+#include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
 #include "train/world.hpp"
 
@@ -32,6 +37,8 @@ void RunConfig::bind(OptionBinder& b) {
   b.add("check-every", check_every, "iterations between cross-rank parameter identity checks");
   b.add("threads", threads, "torch intra-op threads per rank");
   b.add("quiet", quiet, "no per-iteration progress lines");
+  b.add("checkpoint-every", checkpoint_every, "iterations between checkpoints (0: none)");
+  b.add("keep-checkpoints", keep_checkpoints, "how many recent checkpoints to keep");
 }
 
 void RunConfig::validate() const {
@@ -43,6 +50,8 @@ void RunConfig::validate() const {
   MARLSCHED_REQUIRE(eval_episodes >= 1, "--eval-episodes must be >= 1");
   MARLSCHED_REQUIRE(check_every >= 1, "--check-every must be >= 1");
   MARLSCHED_REQUIRE(threads >= 1, "--threads must be >= 1");
+  MARLSCHED_REQUIRE(checkpoint_every >= 0, "--checkpoint-every must be >= 0");
+  MARLSCHED_REQUIRE(keep_checkpoints >= 1, "--keep-checkpoints must be >= 1");
 }
 
 std::string model_path(const std::string& run_dir, int rank) {
@@ -57,11 +66,33 @@ double now() {
 
 /// Test hook: MARLSCHED_FAIL_AT="RANK:ITERATION" throws on that rank at that iteration.
 void maybe_inject_fault(int rank, int iteration) {
-  const char* v = std::getenv("MARLSCHED_FAIL_AT");
-  if (v == nullptr) return;
   int r = -1, it = -1;
-  if (std::sscanf(v, "%d:%d", &r, &it) == 2 && r == rank && it == iteration)
+  const char* v = std::getenv("MARLSCHED_FAIL_AT");
+  if (v != nullptr && std::sscanf(v, "%d:%d", &r, &it) == 2 && r == rank && it == iteration)
     MARLSCHED_THROW(Error, "injected fault (MARLSCHED_FAIL_AT=" << v << ")");
+  // MARLSCHED_KILL_AT="RANK:ITERATION": the rank dies with SIGKILL (crash tests).
+  const char* k = std::getenv("MARLSCHED_KILL_AT");
+  if (k != nullptr && std::sscanf(k, "%d:%d", &r, &it) == 2 && r == rank && it == iteration)
+    std::raise(SIGKILL);
+}
+
+constexpr std::uint32_t kTrainerStateMagic = 0x6D617274;  // "mart"
+
+/// Keeps the header and the rows of `path` whose first field (the iteration) is <= `last`.
+void truncate_rows(const std::string& path, int last) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::ostringstream keep;
+  std::string line;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (header || std::atoi(line.c_str()) <= last) keep << line << '\n';
+    header = false;
+  }
+  in.close();
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp, std::ios::binary) << keep.str();
+  std::filesystem::rename(tmp, path);
 }
 
 PolicyInput input_of(const World& w) {
@@ -105,7 +136,8 @@ void write_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
-                   const dist::Comm& comm, const std::string& resolved_config) {
+                   const dist::Comm& comm, const std::string& resolved_config,
+                   const std::string& resume_from) {
   const bool root = comm.is_root();
   if (root) {
     std::filesystem::create_directories(run.run_dir);
@@ -121,29 +153,68 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   const int T = learners.mappo.rollout_steps;
   const double beta = learners.mappo.team_reward;
 
+  // Resume: the checkpoint's trainer and world state (read before any file is touched).
+  int start_iteration = 1;
+  std::int64_t env_steps = 0;
+  std::vector<double> ep_return(static_cast<std::size_t>(e), 0.0);
+  std::vector<std::byte> world_state;
+  if (!resume_from.empty()) {
+    const std::string sp = resume_from + "/" + ckpt_state_file(comm.rank());
+    std::ifstream in(sp, std::ios::binary);
+    std::vector<std::byte> bytes;
+    if (in) {
+      std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      bytes.resize(raw.size());
+      std::memcpy(bytes.data(), raw.data(), raw.size());
+    }
+    ByteReader r(bytes.data(), bytes.size(), sp);
+    if (r.get<std::uint32_t>() != kTrainerStateMagic)
+      MARLSCHED_THROW(InputError, sp << ": not a marlsched trainer state");
+    start_iteration = r.get<std::int32_t>() + 1;
+    env_steps = r.get<std::int64_t>();
+    ep_return = r.get_vector<double>();
+    world_state = r.get_vector<std::byte>();
+    if (static_cast<int>(ep_return.size()) != e)
+      MARLSCHED_THROW(InputError, sp << ": wrong layout");
+    agent->load(resume_from + "/" + ckpt_model_file(comm.rank()));
+  }
+
   std::ofstream metrics, timing;
   if (root) {
-    metrics.open(run.run_dir + "/metrics.csv");
-    timing.open(run.run_dir + "/timing.csv");
+    const bool resuming = !resume_from.empty();
+    if (resuming) {
+      truncate_rows(run.run_dir + "/metrics.csv", start_iteration - 1);
+      truncate_rows(run.run_dir + "/timing.csv", start_iteration - 1);
+    }
+    const auto mode = resuming ? std::ios::app : std::ios::trunc;
+    metrics.open(run.run_dir + "/metrics.csv", std::ios::out | mode);
+    timing.open(run.run_dir + "/timing.csv", std::ios::out | mode);
     if (!metrics || !timing)
       MARLSCHED_THROW(InputError, "cannot write into '" << run.run_dir << "'");
-    metrics << "iteration,env_steps,episodes,system_reward_per_slot,episode_return";
-    for (const auto& c : spec.reward_components) metrics << ',' << c << "_per_slot";
-    metrics
-        << ",policy_loss,value_loss,entropy,approx_kl,clip_frac,grad_norm_actor,grad_norm_critic\n";
+    if (!resuming) {
+      metrics << "iteration,env_steps,episodes,system_reward_per_slot,episode_return";
+      for (const auto& c : spec.reward_components) metrics << ',' << c << "_per_slot";
+      metrics << ",policy_loss,value_loss,entropy,approx_kl,clip_frac,grad_norm_actor,"
+                 "grad_norm_critic\n";
+      timing << "iteration,wall_s,env_s,exchange_s,gather_s,act_s,update_s,allreduce_s\n";
+    }
     metrics << std::setprecision(9);
-    timing << "iteration,wall_s,env_s,exchange_s,gather_s,act_s,update_s,allreduce_s\n";
+    if (resuming)
+      std::cout << "resuming from " << resume_from << " at iteration " << start_iteration
+                << std::endl;
     std::cout << "marlsched train: env " << spec.name << ", algo " << run.algo << ", " << n
               << " agents on " << comm.size() << " ranks (" << k << " per rank), " << e
               << " env copies per rank, " << T << " steps per rollout, " << run.iterations
               << " iterations, run dir " << run.run_dir << std::endl;
   }
 
-  world.reset();
+  if (world_state.empty())
+    world.reset();
+  else
+    world.load_state(world_state);
   comm.barrier();
   const double start = now();
   TrainSummary sum;
-  std::int64_t env_steps = 0;
   double t_act = 0, t_update = 0, t_allreduce = 0;
   StepFeedback fb;
   fb.reward.resize(static_cast<std::size_t>(e * k));
@@ -151,8 +222,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   fb.truncated.resize(static_cast<std::size_t>(e));
   fb.terminal.resize(static_cast<std::size_t>(e));
   std::vector<int> actions;
-  std::vector<double> ep_return(static_cast<std::size_t>(e), 0.0);
-  for (int it = 1; it <= run.iterations; ++it) {
+  const std::int64_t steps_at_start = env_steps;
+  for (int it = start_iteration; it <= run.iterations; ++it) {
     maybe_inject_fault(comm.rank(), it);
     const double it0 = now();
     const StepTimes before = world.times();
@@ -205,8 +276,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     }
     if (root) {
       const double elapsed = now() - start;
-      const double sps = static_cast<double>(env_steps) / std::max(1e-9, elapsed);
-      const double eta = elapsed / it * (run.iterations - it);
+      const double sps = static_cast<double>(env_steps - steps_at_start) / std::max(1e-9, elapsed);
+      const double eta = elapsed / (it - start_iteration + 1) * (run.iterations - it);
       metrics << it << ',' << env_steps << ',' << episodes << ',' << sys_reward / slots << ','
               << (episodes > 0 ? finished_returns / episodes : std::nan(""));
       for (double c : comp) metrics << ',' << c / slots;
@@ -233,6 +304,27 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
         std::cout << os.str() << std::endl;
       }
     }
+    if (run.checkpoint_every > 0 && it % run.checkpoint_every == 0) {
+      Manifest header;
+      header.agents_per_rank = k;
+      header.envs_per_rank = e;
+      header.config_fingerprint = config_fingerprint(resolved_config);
+      write_checkpoint(
+          comm, run.run_dir, it, run.keep_checkpoints, header, [&](const std::string& dir) {
+            agent->save(dir + "/" + ckpt_model_file(comm.rank()));
+            ByteWriter w;
+            w.put(kTrainerStateMagic);
+            w.put<std::int32_t>(it);
+            w.put<std::int64_t>(env_steps);
+            w.put_vector(ep_return);
+            w.put_vector(world.save_state());
+            std::ofstream out(dir + "/" + ckpt_state_file(comm.rank()), std::ios::binary);
+            out.write(reinterpret_cast<const char*>(w.bytes().data()),
+                      static_cast<std::streamsize>(w.bytes().size()));
+            out.flush();
+            if (!out) MARLSCHED_THROW(InputError, "cannot write checkpoint into '" << dir << "'");
+          });
+    }
   }
   comm.barrier();
   sum.wall_seconds = now() - start;
@@ -245,7 +337,10 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   double split[6] = {w.env, w.exchange, w.gather, t_act, t_update, t_allreduce};
   double mx[6];
   for (int i = 0; i < 6; ++i) mx[i] = comm.allreduce_max(split[i]);
-  if (root) {
+  if (root && start_iteration > run.iterations) {
+    std::cout << "nothing to do: the run already has " << run.iterations << " iterations"
+              << std::endl;
+  } else if (root) {
     const double wall = std::max(1e-9, sum.wall_seconds);
     const char* names[6] = {"env step",       "work exchange (alltoallv)", "obs allgather",
                             "policy forward", "update fwd/bwd+optim",      "grad allreduce"};

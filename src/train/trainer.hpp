@@ -29,8 +29,10 @@ struct RunConfig {
   int eval_episodes = 8;
   std::uint64_t eval_seed = 1000;  ///< held-out seed: other start days and arrival streams
   bool eval_after = true;
-  int check_every = 10;  ///< iterations between parameter-identity checks across ranks
-  int threads = 1;       ///< torch intra-op threads per rank
+  int check_every = 10;      ///< iterations between parameter-identity checks across ranks
+  int threads = 1;           ///< torch intra-op threads per rank
+  int checkpoint_every = 0;  ///< iterations between checkpoints (0: none)
+  int keep_checkpoints = 3;
   bool quiet = false;
 
   void bind(OptionBinder& b);
@@ -46,10 +48,14 @@ struct TrainSummary {
   bool parameters_identical = true;
 };
 
-/// Trains and writes `run_dir/{metrics.csv,timing.csv,config.toml,model-rank-R.pt}`; rank 0
-/// prints one progress line per iteration. `resolved_config` is the printed TOML of the run.
+/// Trains and writes `run_dir/{metrics.csv,timing.csv,config.toml,model-rank-R.pt}` (and
+/// checkpoints every `checkpoint_every` iterations); rank 0 prints one progress line per
+/// iteration. `resolved_config` is the printed TOML of the run. With `resume_from` (a validated
+/// checkpoint directory) the run continues after that checkpoint's iteration, reproducing the
+/// uninterrupted run exactly; metrics rows after the checkpoint are dropped, not duplicated.
 TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
-                   const dist::Comm& comm, const std::string& resolved_config);
+                   const dist::Comm& comm, const std::string& resolved_config,
+                   const std::string& resume_from = "");
 
 /// Path of a rank's model file in a run directory.
 std::string model_path(const std::string& run_dir, int rank);

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/serialize.hpp"
 
 namespace marlsched {
 
@@ -197,6 +198,40 @@ float World::reward(int copy, int agent) const {
 float World::component(int copy, int agent, int i) const {
   return gathered_[static_cast<std::size_t>(copy * n_ + agent) * packet() +
                    static_cast<std::size_t>(d_ + 1 + i)];
+}
+
+std::vector<std::byte> World::save_state() const {
+  ByteWriter w;
+  w.put<std::int32_t>(n_);
+  w.put<std::int32_t>(first_);
+  w.put<std::int32_t>(copies_);
+  w.put_vector(episode_);
+  w.put_vector(ep_step_);
+  for (const auto& s : shards_) w.put_vector(s->save_state());
+  return std::move(w.bytes());
+}
+
+void World::load_state(const std::vector<std::byte>& state) {
+  ByteReader r(state.data(), state.size(), "world state");
+  const auto n = r.get<std::int32_t>(), first = r.get<std::int32_t>(),
+             copies = r.get<std::int32_t>();
+  if (n != n_ || first != first_ || copies != copies_)
+    MARLSCHED_THROW(InputError, "world state is for " << n << " agents (first " << first << ", "
+                                                      << copies << " copies), this rank has " << n_
+                                                      << " (first " << first_ << ", " << copies_
+                                                      << ")");
+  episode_ = r.get_vector<std::uint64_t>();
+  ep_step_ = r.get_vector<int>();
+  if (static_cast<int>(episode_.size()) != copies_ || static_cast<int>(ep_step_.size()) != copies_)
+    MARLSCHED_THROW(InputError, "world state: bad episode counters");
+  for (auto& s : shards_) s->load_state(r.get_vector<std::byte>());
+  if (!r.done()) MARLSCHED_THROW(InputError, "world state: trailing bytes");
+  for (auto& o : outcome_) {
+    o = StepOutcome{};
+    o.components.assign(static_cast<std::size_t>(c_), 0.0);
+  }
+  std::fill(done_.begin(), done_.end(), 0);
+  gather(gathered_);
 }
 
 std::map<std::string, double> World::global_counters() const {

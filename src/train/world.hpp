@@ -61,6 +61,11 @@ class World {
     return *shards_[static_cast<std::size_t>(copy * k_ + local_agent)];
   }
   const StepTimes& times() const { return times_; }
+  /// This rank's part of the world state (episode counters and every local shard), for
+  /// checkpoints. Only valid at a step boundary.
+  std::vector<std::byte> save_state() const;
+  /// Restores save_state() output and re-gathers the observations (a collective).
+  void load_state(const std::vector<std::byte>& state);
   /// Sum over all ranks of every shard's counter (a collective).
   std::map<std::string, double> global_counters() const;
 

@@ -271,3 +271,26 @@ TEST(GeoDc, RealTracesDriveTheEnv) {
   const auto de = geodc::load_carbon_csv(cfg.carbon_files[1]);
   EXPECT_NEAR(g[14 + 1], de.at(h) / 500.0, 1e-5);
 }
+
+TEST(GeoDc, SavedStateContinuesExactly) {
+  geodc::Config cfg;
+  LocalWorld a(cfg, 4), b(cfg, 4);
+  a.reset(9, 0);
+  b.reset(1, 5);  // a different state, overwritten below
+  for (int t = 0; t < 30; ++t) a.step({4 + 1, 2, 4 + 0, 3});
+  for (int s = 0; s < 4; ++s)
+    b.shards[static_cast<std::size_t>(s)]->load_state(
+        a.shards[static_cast<std::size_t>(s)]->save_state());
+  EXPECT_EQ(a.observe(), b.observe());
+  for (int t = 0; t < 60; ++t) {
+    const std::vector<int> act = {t % 8, 4 + t % 4, 2, (3 * t) % 8};
+    const auto ra = a.step(act), rb = b.step(act);
+    for (int s = 0; s < 4; ++s)
+      ASSERT_EQ(ra[static_cast<std::size_t>(s)].reward, rb[static_cast<std::size_t>(s)].reward);
+  }
+  EXPECT_EQ(a.totals(), b.totals());
+  auto state = a.shards[0]->save_state();
+  state.resize(state.size() / 2);
+  EXPECT_THROW(b.shards[0]->load_state(state), InputError);
+  EXPECT_THROW(b.shards[1]->load_state(a.shards[0]->save_state()), InputError);  // other agent
+}

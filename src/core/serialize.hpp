@@ -1,0 +1,88 @@
+#pragma once
+/// \file serialize.hpp
+/// Minimal binary (de)serialisation for checkpoint state: trivially copyable values, strings and
+/// vectors of trivially copyable values, little-endian as the machine is. Reads are bounds
+/// checked: a truncated or corrupted buffer raises InputError instead of reading garbage.
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace marlsched {
+
+class ByteWriter {
+ public:
+  template <class T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>, "put() needs a trivially copyable type");
+    const auto* p = reinterpret_cast<const std::byte*>(&v);
+    buf_.insert(buf_.end(), p, p + sizeof(T));
+  }
+  void put_string(const std::string& s) {
+    put<std::uint64_t>(s.size());
+    const auto* p = reinterpret_cast<const std::byte*>(s.data());
+    buf_.insert(buf_.end(), p, p + s.size());
+  }
+  template <class T>
+  void put_vector(const std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>, "put_vector() needs trivially copyable items");
+    put<std::uint64_t>(v.size());
+    const auto* p = reinterpret_cast<const std::byte*>(v.data());
+    buf_.insert(buf_.end(), p, p + v.size() * sizeof(T));
+  }
+  const std::vector<std::byte>& bytes() const { return buf_; }
+  std::vector<std::byte>& bytes() { return buf_; }
+
+ private:
+  std::vector<std::byte> buf_;
+};
+
+class ByteReader {
+ public:
+  ByteReader(const std::byte* data, std::size_t size, std::string what)
+      : p_(data), end_(data + size), what_(std::move(what)) {}
+  template <class T>
+  T get() {
+    static_assert(std::is_trivially_copyable_v<T>, "get() needs a trivially copyable type");
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, p_, sizeof(T));
+    p_ += sizeof(T);
+    return v;
+  }
+  std::string get_string() {
+    const auto n = get<std::uint64_t>();
+    need(n);
+    std::string s(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return s;
+  }
+  template <class T>
+  std::vector<T> get_vector() {
+    const auto n = get<std::uint64_t>();
+    if (n > static_cast<std::uint64_t>(end_ - p_) / sizeof(T)) fail();
+    std::vector<T> v(n);
+    std::memcpy(v.data(), p_, n * sizeof(T));
+    p_ += n * sizeof(T);
+    return v;
+  }
+  bool done() const { return p_ == end_; }
+  std::size_t remaining() const { return static_cast<std::size_t>(end_ - p_); }
+
+ private:
+  void need(std::size_t n) {
+    if (n > static_cast<std::size_t>(end_ - p_)) fail();
+  }
+  [[noreturn]] void fail() const {
+    MARLSCHED_THROW(InputError, what_ << ": truncated or corrupted state");
+  }
+  const std::byte* p_;
+  const std::byte* end_;
+  std::string what_;
+};
+
+}  // namespace marlsched
