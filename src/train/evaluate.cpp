@@ -25,24 +25,12 @@ EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& co
   std::vector<double> returns;
   double util_sum = 0, util_n = 0;
   world.reset();
-  PolicyInput in;
-  in.spec = &spec;
-  in.copies = world.copies();
-  in.num_agents = world.num_agents();
-  in.first_agent = world.first_agent();
-  in.local_agents = world.local_agents();
   std::vector<int> actions;
   for (int r = 0; r < rounds; ++r) {
     std::vector<double> ep_ret(static_cast<std::size_t>(s.copies), 0.0);
     bool finished = false;
     while (!finished) {
-      in.global.clear();
-      in.episode_step.clear();
-      for (int c = 0; c < world.copies(); ++c) {
-        in.global.push_back(world.obs(c));
-        in.episode_step.push_back(world.episode_step(c));
-      }
-      policy.act(in, actions);
+      policy.act(world.policy_input(), actions);
       world.step(actions);
       for (int c = 0; c < world.copies(); ++c)
         for (int a = 0; a < world.num_agents(); ++a) {

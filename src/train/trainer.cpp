@@ -95,20 +95,6 @@ void truncate_rows(const std::string& path, int last) {
   std::filesystem::rename(tmp, path);
 }
 
-PolicyInput input_of(const World& w) {
-  PolicyInput in;
-  in.spec = &w.spec();
-  in.copies = w.copies();
-  in.num_agents = w.num_agents();
-  in.first_agent = w.first_agent();
-  in.local_agents = w.local_agents();
-  for (int c = 0; c < w.copies(); ++c) {
-    in.global.push_back(w.obs(c));
-    in.episode_step.push_back(w.episode_step(c));
-  }
-  return in;
-}
-
 std::string fmt_eta(double s) {
   std::ostringstream os;
   if (s >= 3600)
@@ -233,7 +219,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     agent->set_training(true);
     for (int t = 0; t < T; ++t) {
       const double a0 = now();
-      agent->act(input_of(world), actions);
+      agent->act(world.policy_input(), actions);
       t_act += now() - a0;
       world.step(actions);
       for (int c = 0; c < e; ++c) {
@@ -262,7 +248,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       t_act += now() - a1;
     }
     const double u0 = now();
-    const UpdateStats us = agent->update(input_of(world));
+    const UpdateStats us = agent->update(world.policy_input());
     t_update += now() - u0 - us.time_allreduce;
     t_allreduce += us.time_allreduce;
     env_steps += static_cast<std::int64_t>(T) * e * comm.size() * k;

@@ -186,6 +186,20 @@ GlobalObs World::obs(int copy) const {
   return GlobalObs{obs_.data() + static_cast<std::size_t>(copy * n_ * d_), n_, d_};
 }
 
+PolicyInput World::policy_input() const {
+  PolicyInput in;
+  in.spec = &spec_;
+  in.copies = copies_;
+  in.num_agents = n_;
+  in.first_agent = first_;
+  in.local_agents = k_;
+  for (int c = 0; c < copies_; ++c) {
+    in.global.push_back(obs(c));
+    in.episode_step.push_back(ep_step_[static_cast<std::size_t>(c)]);
+  }
+  return in;
+}
+
 GlobalObs World::terminal_obs(int copy) const {
   return GlobalObs{terminal_obs_.data() + static_cast<std::size_t>(copy * n_ * d_), n_, d_};
 }

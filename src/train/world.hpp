@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "agents/policy.hpp"
 #include "core/env.hpp"
 #include "dist/comm.hpp"
 
@@ -45,6 +46,8 @@ class World {
   /// Global observations of a copy: num_agents rows of obs_dim (after step: the next state, or
   /// the first state of the new episode if the copy was reset).
   GlobalObs obs(int copy) const;
+  /// What a policy needs to act now: every copy's global observations and episode step.
+  PolicyInput policy_input() const;
   /// Terminal global observations of a copy whose episode ended in the last step.
   GlobalObs terminal_obs(int copy) const;
   /// Last step's reward of (copy, agent), any agent of the world.

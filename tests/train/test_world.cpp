@@ -26,17 +26,7 @@ Outcome run(const dist::Comm& comm, int agents_per_rank, int copies, int episode
   w.reset();
   std::vector<int> actions;
   for (int step = 0; step < episodes * cfg.episode_slots; ++step) {
-    PolicyInput in;
-    in.spec = &w.spec();
-    in.copies = w.copies();
-    in.num_agents = w.num_agents();
-    in.first_agent = w.first_agent();
-    in.local_agents = w.local_agents();
-    for (int c = 0; c < w.copies(); ++c) {
-      in.global.push_back(w.obs(c));
-      in.episode_step.push_back(w.episode_step(c));
-    }
-    policy->act(in, actions);
+    policy->act(w.policy_input(), actions);
     w.step(actions);
     for (int c = 0; c < w.copies(); ++c)
       for (int a = 0; a < w.num_agents(); ++a) o.reward += w.reward(c, a);

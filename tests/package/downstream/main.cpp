@@ -21,8 +21,7 @@ int main(int argc, char** argv) {
   std::vector<int> actions;
   double total = 0;
   for (int t = 0; t < cfg.episode_slots; ++t) {
-    PolicyInput in{&world.spec(), 1, 4, 0, 4, {world.obs(0)}, {world.episode_step(0)}};
-    policy->act(in, actions);
+    policy->act(world.policy_input(), actions);
     world.step(actions);
     for (int a = 0; a < 4; ++a) total += world.reward(0, a);
   }
