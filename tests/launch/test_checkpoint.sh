@@ -36,6 +36,9 @@ head -c 100 "$ck/rank-1.state" > "$ck/x" && mv "$ck/x" "$ck/rank-1.state"
 expect_error "truncated state file" 2 "rank-1.state is corrupted" -- mpi 2 "$BIN" train --resume corrupt
 sed -i 's/^ranks 2/ranks two/' "$ck/MANIFEST"
 expect_error "malformed manifest" 2 "MANIFEST:4: malformed 'ranks' entry" -- mpi 2 "$BIN" train --resume corrupt
+cp -r crashed oldver
+sed -i 's/^version .*/version 0.0.1/' oldver/checkpoints/ckpt-00000008/MANIFEST
+expect_error "checkpoint of another version" 2 "written by marlsched 0.0.1" -- mpi 2 "$BIN" train --resume oldver
 mkdir -p empty && cp crashed/config.toml empty/
 expect_error "no checkpoint" 2 "no complete checkpoint" -- mpi 2 "$BIN" train --resume empty
 cmp before.csv crashed/metrics.csv || fail "a failed resume modified metrics.csv"
