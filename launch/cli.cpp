@@ -10,6 +10,8 @@
 #include <memory>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "agents/baselines/heuristics.hpp"
 #include "agents/registry.hpp"
 #include "core/csv.hpp"
@@ -26,6 +28,19 @@
 namespace marlsched::cli {
 
 namespace {
+
+/// Writes one line to stderr with a single write(2), so that it is not interleaved with other
+/// ranks' output on a shared terminal or pipe.
+void report_error(const std::string& line) {
+  std::cout.flush();
+  const std::string text = line + "\n";
+  std::size_t off = 0;
+  while (off < text.size()) {
+    const auto n = ::write(2, text.data() + off, text.size() - off);
+    if (n <= 0) break;
+    off += static_cast<std::size_t>(n);
+  }
+}
 
 // ---- TOML value formatting ------------------------------------------------------------------
 std::string toml(const std::string& s) {
@@ -352,8 +367,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   const int bad = comm.allreduce_min(failure.empty() ? INT_MAX : comm.rank());
   if (bad != INT_MAX) {
     if (comm.rank() == bad)
-      std::cerr << "marlsched: error" << (bad != 0 ? " on rank " + std::to_string(bad) : "") << ": "
-                << failure << std::endl;
+      report_error("marlsched: error" + (bad != 0 ? " on rank " + std::to_string(bad) : "") + ": " +
+                   failure);
     return 2;
   }
 
@@ -412,9 +427,10 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     return 0;
   } catch (const std::exception& e) {
     const auto* me = dynamic_cast<const Error*>(&e);
-    std::cerr << "marlsched: error on rank " << comm.rank() << " of " << comm.size() << ": "
-              << e.what() << (me && !me->where().empty() ? " (at " + me->where() + ")" : "")
-              << "; aborting the job" << std::endl;
+    report_error("marlsched: error on rank " + std::to_string(comm.rank()) + " of " +
+                 std::to_string(comm.size()) + ": " + e.what() +
+                 (me && !me->where().empty() ? " (at " + me->where() + ")" : "") +
+                 "; aborting the job");
     comm.abort(1);
   }
 }

@@ -30,7 +30,7 @@ pass "unknown flag"
 start=$(date +%s)
 rc=0
 out=$(MARLSCHED_FAIL_AT=1:2 timeout 120 "$MPIEXEC" -n 2 --oversubscribe "$BIN" train \
-      --agents-per-rank 2 --iterations 5 --run-dir "$WORK/fault" --no-eval-after 2>&1) || rc=$?
+      --agents-per-rank 2 --iterations 5 --run-dir "$WORK/fault" --no-eval-after --quiet 2>&1) || rc=$?
 elapsed=$(( $(date +%s) - start ))
 [ "$rc" -ne 0 ] || fail "injected fault: exit code 0"
 [ "$rc" -ne 124 ] || fail "injected fault: job hung"
@@ -41,7 +41,7 @@ pass "rank failure aborts the job (exit $rc, ${elapsed}s)"
 # The same at 4 ranks, the last rank failing.
 rc=0
 out=$(MARLSCHED_FAIL_AT=3:2 timeout 120 "$MPIEXEC" -n 4 --oversubscribe "$BIN" train \
-      --iterations 5 --run-dir "$WORK/fault4" --no-eval-after 2>&1) || rc=$?
+      --iterations 5 --run-dir "$WORK/fault4" --no-eval-after --quiet 2>&1) || rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "4-rank fault: exit code $rc"
 grep -q "marlsched: error on rank 3 of 4: injected fault" <<<"$out" || fail "4-rank fault message: $out"
 pass "rank failure at 4 ranks aborts the job (exit $rc)"
