@@ -331,26 +331,13 @@ void Shard::arrivals() {
           std::lower_bound(tasks.begin(), tasks.end(), site_->trace_t0 + a,
                            [](const TraceTask& x, std::int64_t v) { return x.start_time < v; });
       for (; it != tasks.end() && it->start_time < site_->trace_t0 + b; ++it) {
-        Job j;
+        const int gpus = std::min(std::max(1, it->gpus), max_gpus);
+        const int duration = std::max(1, static_cast<int>(std::ceil(it->duration_s / slot_s)));
+        const double kappa =
+            cfg_.slack_tiers[static_cast<std::size_t>(draw_weighted(rng_, cfg_.slack_probs))];
+        Job j = make_job(job_type_for_gpus(gpus), gpus, duration, t_, kappa);
         j.id = make_id();
         j.origin = agent_;
-        j.gpus = std::min(std::max(1, it->gpus), max_gpus);
-        j.type = job_type_for_gpus(j.gpus);
-        j.duration = std::max(1, static_cast<int>(std::ceil(it->duration_s / (slot_s))));
-        j.remaining = j.duration;
-        j.arrival = j.available = t_;
-        double u = rng_.uniform(), acc = 0, total = 0;
-        for (double p : cfg_.slack_probs) total += p;
-        double kappa = cfg_.slack_tiers.back();
-        for (std::size_t k = 0; k < cfg_.slack_probs.size(); ++k) {
-          acc += cfg_.slack_probs[k] / total;
-          if (u < acc) {
-            kappa = cfg_.slack_tiers[k];
-            break;
-          }
-        }
-        j.deadline = t_ + static_cast<int>(std::ceil(kappa * j.duration)) - 1;
-        j.data_gb = static_cast<float>(job_type_spec(j.type).data_gb);
         arrived_ += 1;
         enqueue(j);
       }
@@ -367,7 +354,6 @@ void Shard::arrivals() {
   for (std::int64_t k = 0; k < n; ++k) {
     Job j = draw_job(rng_, cfg_.type_mix, cfg_.slack_tiers, cfg_.slack_probs, t_, cfg_.slot_hours(),
                      max_gpus);
-    j.deadline -= 1;  // must finish by the end of slot `deadline`
     j.id = make_id();
     j.origin = agent_;
     arrived_ += 1;

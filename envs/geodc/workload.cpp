@@ -19,17 +19,29 @@ const JobTypeSpec kTypes[kNumJobTypes] = {
     {"sd-ft", 4, 8, 2.0, 8.0, 50.0},
 };
 
-int draw_index(Rng& rng, const std::vector<double>& probs) {
-  double total = 0;
-  for (double p : probs) total += p;
-  double u = rng.uniform() * total;
-  for (std::size_t i = 0; i < probs.size(); ++i) {
-    if (u < probs[i]) return static_cast<int>(i);
-    u -= probs[i];
-  }
-  return static_cast<int>(probs.size()) - 1;
-}
 }  // namespace
+
+int draw_weighted(Rng& rng, const std::vector<double>& weights) {
+  double total = 0;
+  for (double p : weights) total += p;
+  double u = rng.uniform() * total;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    if (u < weights[i]) return static_cast<int>(i);
+    u -= weights[i];
+  }
+  return static_cast<int>(weights.size()) - 1;
+}
+
+Job make_job(int type, int gpus, int duration, int slot, double kappa) {
+  Job j;
+  j.type = type;
+  j.gpus = gpus;
+  j.duration = j.remaining = duration;
+  j.arrival = j.available = slot;
+  j.deadline = slot + static_cast<int>(std::ceil(kappa * duration)) - 1;
+  j.data_gb = static_cast<float>(job_type_spec(type).data_gb);
+  return j;
+}
 
 const JobTypeSpec& job_type_spec(int type) {
   MARLSCHED_CHECK(type >= 0 && type < kNumJobTypes, "bad job type " << type);
@@ -38,22 +50,16 @@ const JobTypeSpec& job_type_spec(int type) {
 
 Job draw_job(Rng& rng, const std::vector<double>& type_mix, const std::vector<double>& slack_tiers,
              const std::vector<double>& slack_probs, int slot, double slot_hours, int max_gpus) {
-  Job j;
-  j.type = draw_index(rng, type_mix);
-  const auto& ts = kTypes[j.type];
+  const int type = draw_weighted(rng, type_mix);
+  const auto& ts = kTypes[type];
   int choices = 0;
   for (int g = ts.gpus_lo; g <= ts.gpus_hi; g *= 2) ++choices;
-  j.gpus = ts.gpus_lo << static_cast<int>(rng.below(static_cast<std::uint64_t>(choices)));
-  j.gpus = std::min(j.gpus, max_gpus);
+  const int gpus = std::min(
+      ts.gpus_lo << static_cast<int>(rng.below(static_cast<std::uint64_t>(choices))), max_gpus);
   const double hours = rng.uniform(ts.hours_lo, ts.hours_hi);
-  j.duration = std::max(1, static_cast<int>(std::lround(hours / slot_hours)));
-  j.remaining = j.duration;
-  j.arrival = slot;
-  j.available = slot;
-  const double kappa = slack_tiers[static_cast<std::size_t>(draw_index(rng, slack_probs))];
-  j.deadline = slot + static_cast<int>(std::ceil(kappa * j.duration));
-  j.data_gb = static_cast<float>(ts.data_gb);
-  return j;
+  const int duration = std::max(1, static_cast<int>(std::lround(hours / slot_hours)));
+  const double kappa = slack_tiers[static_cast<std::size_t>(draw_weighted(rng, slack_probs))];
+  return make_job(type, gpus, duration, slot, kappa);
 }
 
 int job_type_for_gpus(int gpus) {

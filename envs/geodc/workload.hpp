@@ -39,9 +39,17 @@ struct Job {
   float data_gb = 0.f;
 };
 
-/// Draws one synthetic job of a random type (mix probabilities) arriving at `slot`.
-/// Deadline = arrival + ceil(κ · duration) with κ drawn from the slack tiers (Green-DCC's
-/// slack-proportional deadlines, after the GLOBECOM'23 paper).
+/// Index in [0, weights.size()) drawn with probability proportional to `weights` (one uniform).
+int draw_weighted(Rng& rng, const std::vector<double>& weights);
+
+/// A job of `type` that needs `gpus` for `duration` slots and arrives at `slot`, with slack
+/// multiplier κ: it must complete by the end of slot arrival + ceil(κ · duration) − 1, i.e.
+/// within ceil(κ · duration) slots of arriving (Green-DCC's slack-proportional deadlines, after
+/// the GLOBECOM'23 paper). id and origin are left to the caller.
+Job make_job(int type, int gpus, int duration, int slot, double kappa);
+
+/// Draws one synthetic job of a random type (mix probabilities) arriving at `slot`, with κ
+/// drawn from the slack tiers; see make_job for the deadline.
 Job draw_job(Rng& rng, const std::vector<double>& type_mix, const std::vector<double>& slack_tiers,
              const std::vector<double>& slack_probs, int slot, double slot_hours, int max_gpus);
 

@@ -74,11 +74,12 @@ TEST(SyntheticJobs, DeadlinesFollowSlackTiers) {
     const auto& ts = job_type_spec(j.type);
     ASSERT_GE(j.gpus, ts.gpus_lo);
     ASSERT_LE(j.gpus, ts.gpus_hi);
-    const double slack = static_cast<double>(j.deadline - 10) / j.duration;
-    ASSERT_TRUE(j.deadline - 10 == static_cast<int>(std::ceil(1.1 * j.duration)) ||
-                j.deadline - 10 == static_cast<int>(std::ceil(1.5 * j.duration)) ||
-                j.deadline - 10 == static_cast<int>(std::ceil(2.0 * j.duration)))
-        << slack;
+    // Must complete within ceil(κ · duration) slots of arriving at slot 10.
+    const int window = j.deadline - 10 + 1;
+    ASSERT_TRUE(window == static_cast<int>(std::ceil(1.1 * j.duration)) ||
+                window == static_cast<int>(std::ceil(1.5 * j.duration)) ||
+                window == static_cast<int>(std::ceil(2.0 * j.duration)))
+        << window << " slots for duration " << j.duration;
     ASSERT_GE(j.duration, 1);
   }
 }
