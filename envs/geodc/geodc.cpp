@@ -204,47 +204,44 @@ std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int n
       MARLSCHED_THROW(InputError, cfg.workload_file
                                       << ": no usable task (status Terminated with plan_gpu > 0)");
   }
+  // Traces are loaded once per site; agents of one site share them (with replicated sites
+  // several agents map to one site). Trace workloads give each agent its own task list.
   std::vector<std::shared_ptr<const SiteData>> per_site(cfg.sites.size());
-  std::vector<std::shared_ptr<const SiteData>> out;
-  for (int a = 0; a < num_agents; ++a) {
-    const auto si = static_cast<std::size_t>(cfg.site_of(a));
-    if (!per_site[si] || cfg.workload == "alibaba") {
+  auto site_traces = [&](std::size_t si) -> const std::shared_ptr<const SiteData>& {
+    if (!per_site[si]) {
       auto d = std::make_shared<SiteData>();
-      if (per_site[si]) {
-        d->carbon = per_site[si]->carbon;
-        d->price = per_site[si]->price;
-      } else if (cfg.carbon_files.empty()) {
-        const auto& p = zone_profile(cfg.sites[si]);
-        d->carbon = synth_carbon(p, t0, hours, derive_seed(cfg.trace_seed, {si}));
-      } else {
+      if (cfg.carbon_files.empty())
+        d->carbon =
+            synth_carbon(zone_profile(cfg.sites[si]), t0, hours, derive_seed(cfg.trace_seed, {si}));
+      else
         d->carbon = load_carbon_csv(cfg.carbon_files[si], cfg.carbon_column == "lca"
                                                               ? CarbonColumn::kLifecycle
                                                               : CarbonColumn::kDirect);
-      }
-      if (!per_site[si]) {
-        if (cfg.price_files.empty())
-          d->price = synth_price(zone_profile(cfg.sites[si]), t0, hours,
-                                 derive_seed(cfg.trace_seed, {si}));
-        else
-          d->price = load_price_csv(cfg.price_files[si], fx);
-      }
-      if (cfg.workload == "alibaba") {
-        // Tasks go to sites by a stable hash of the job name; the trace clock wraps.
-        d->trace_t0 = all.front().start_time;
-        d->trace_span = std::max<std::int64_t>(1, all.back().start_time - d->trace_t0 + 1);
-        for (const auto& t : all)
-          if (static_cast<int>(std::hash<std::string>{}(t.job_name) %
-                               static_cast<std::size_t>(num_agents)) == a)
-            d->tasks.push_back(t);
-      }
-      if (cfg.workload == "alibaba") {
-        out.push_back(d);
-        if (!per_site[si]) per_site[si] = d;
-        continue;
-      }
+      if (cfg.price_files.empty())
+        d->price =
+            synth_price(zone_profile(cfg.sites[si]), t0, hours, derive_seed(cfg.trace_seed, {si}));
+      else
+        d->price = load_price_csv(cfg.price_files[si], fx);
       per_site[si] = d;
     }
-    out.push_back(per_site[si]);
+    return per_site[si];
+  };
+  std::vector<std::shared_ptr<const SiteData>> out;
+  for (int a = 0; a < num_agents; ++a) {
+    const auto& traces = site_traces(static_cast<std::size_t>(cfg.site_of(a)));
+    if (cfg.workload != "alibaba") {
+      out.push_back(traces);
+      continue;
+    }
+    // Tasks go to agents by a stable hash of the job name; the trace clock wraps.
+    auto d = std::make_shared<SiteData>(*traces);
+    d->trace_t0 = all.front().start_time;
+    d->trace_span = std::max<std::int64_t>(1, all.back().start_time - d->trace_t0 + 1);
+    for (const auto& t : all)
+      if (static_cast<int>(std::hash<std::string>{}(t.job_name) %
+                           static_cast<std::size_t>(num_agents)) == a)
+        d->tasks.push_back(t);
+    out.push_back(std::move(d));
   }
   return out;
 }
@@ -261,7 +258,8 @@ Shard::Shard(std::shared_ptr<const Config> cfg, std::shared_ptr<const EnvSpec> s
       num_agents_(num_agents),
       site_index_(cfg_.site_of(agent)),
       capacity_(cfg_.gpus[static_cast<std::size_t>(site_index_)]),
-      pue_(cfg_.pue[static_cast<std::size_t>(site_index_)]) {}
+      pue_(cfg_.pue[static_cast<std::size_t>(site_index_)]),
+      trace_start_hour_(trace_start_hour(cfg_)) {}
 
 int Shard::busy_gpus() const {
   int b = 0;
@@ -290,7 +288,7 @@ void Shard::reset(std::uint64_t world_seed, std::uint64_t shard_seed) {
   pending_transfer_kwh_ = 0.0;
   // All shards of one world share the start hour (same world_seed): one global clock.
   start_hour_ =
-      trace_start_hour(cfg_) +
+      trace_start_hour_ +
       static_cast<std::int64_t>(world_seed % static_cast<std::uint64_t>(cfg_.trace_days * 24));
   if (site_ && !site_->tasks.empty())
     trace_offset_ = static_cast<std::int64_t>(splitmix64(world_seed) %

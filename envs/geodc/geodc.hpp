@@ -131,6 +131,7 @@ class Shard final : public marlsched::Shard {
   std::shared_ptr<const SiteData> site_;
   int agent_, num_agents_, site_index_, capacity_;
   double pue_;
+  std::int64_t trace_start_hour_;  ///< --trace-start, parsed once
   Rng rng_;
   int t_ = 0;
   std::int64_t start_hour_ = 0;
