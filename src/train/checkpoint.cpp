@@ -55,24 +55,30 @@ std::string config_fingerprint(const std::string& toml) {
   return os.str();
 }
 
-void write_manifest(const std::string& path, const Manifest& m) {
+void write_file_atomic(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary);
-    out << "marlsched-checkpoint 1\n"
-        << "version " << m.version << "\n"
-        << "iteration " << m.iteration << "\n"
-        << "ranks " << m.ranks << "\n"
-        << "agents_per_rank " << m.agents_per_rank << "\n"
-        << "envs_per_rank " << m.envs_per_rank << "\n"
-        << "config " << m.config_fingerprint << "\n";
-    for (const auto& f : m.files)
-      out << "file " << f.name << ' ' << f.size << ' ' << std::hex << f.hash << std::dec << "\n";
-    out << "end\n";
-    out.flush();
     if (!out) MARLSCHED_THROW(InputError, "cannot write '" << tmp << "'");
+    out << text;
+    if (!out.flush()) MARLSCHED_THROW(InputError, "write failed: '" << tmp << "'");
   }
   fs::rename(tmp, path);
+}
+
+void write_manifest(const std::string& path, const Manifest& m) {
+  std::ostringstream out;
+  out << "marlsched-checkpoint 1\n"
+      << "version " << m.version << "\n"
+      << "iteration " << m.iteration << "\n"
+      << "ranks " << m.ranks << "\n"
+      << "agents_per_rank " << m.agents_per_rank << "\n"
+      << "envs_per_rank " << m.envs_per_rank << "\n"
+      << "config " << m.config_fingerprint << "\n";
+  for (const auto& f : m.files)
+    out << "file " << f.name << ' ' << f.size << ' ' << std::hex << f.hash << std::dec << "\n";
+  out << "end\n";
+  write_file_atomic(path, out.str());
 }
 
 Manifest read_manifest(const std::string& path) {

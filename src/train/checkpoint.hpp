@@ -31,6 +31,10 @@ struct Manifest {
   std::vector<ManifestFile> files;
 };
 
+/// Writes `text` to `path` through `path.tmp` and a rename, so readers never see a partial
+/// file; throws InputError if the write fails.
+void write_file_atomic(const std::string& path, const std::string& text);
+
 /// FNV-1a 64 of a file's bytes; throws InputError if unreadable.
 std::uint64_t file_hash(const std::string& path, std::uint64_t* size = nullptr);
 

@@ -90,9 +90,7 @@ void truncate_rows(const std::string& path, int last) {
     header = false;
   }
   in.close();
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp, std::ios::binary) << keep.str();
-  std::filesystem::rename(tmp, path);
+  write_file_atomic(path, keep.str());
 }
 
 std::string fmt_eta(double s) {
@@ -108,17 +106,6 @@ std::string fmt_eta(double s) {
   return os.str();
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) MARLSCHED_THROW(InputError, "cannot write '" << tmp << "'");
-    out << text;
-    if (!out.flush()) MARLSCHED_THROW(InputError, "write failed: '" << tmp << "'");
-  }
-  std::filesystem::rename(tmp, path);
-}
-
 }  // namespace
 
 TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
@@ -127,7 +114,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   const bool root = comm.is_root();
   if (root) {
     std::filesystem::create_directories(run.run_dir);
-    write_file(run.run_dir + "/config.toml", resolved_config);
+    write_file_atomic(run.run_dir + "/config.toml", resolved_config);
   }
   comm.barrier();
 
@@ -373,8 +360,8 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
               << format_eval_table(spec, rows, false) << std::flush;
     if (!out_dir.empty()) {
       std::filesystem::create_directories(out_dir);
-      write_file(out_dir + "/eval.csv", format_eval_csv(spec, rows));
-      write_file(out_dir + "/eval.md", format_eval_table(spec, rows, true));
+      write_file_atomic(out_dir + "/eval.csv", format_eval_csv(spec, rows));
+      write_file_atomic(out_dir + "/eval.md", format_eval_table(spec, rows, true));
     }
   }
   comm.barrier();
