@@ -208,6 +208,18 @@ struct Mappo::Impl {
     return out;
   }
 
+  /// Critic values (denormalised) of every (copy, local agent) row for one global observation
+  /// per copy.
+  std::vector<float> values_of(const std::vector<GlobalObs>& global) const {
+    const int rows = e * k;
+    std::vector<float> xa(static_cast<std::size_t>(ain)), xc(static_cast<std::size_t>(rows * cin));
+    for (int cp = 0; cp < e; ++cp)
+      for (int kk = 0; kk < k; ++kk)
+        build_inputs(global[static_cast<std::size_t>(cp)], kk, xa.data(),
+                     xc.data() + static_cast<std::ptrdiff_t>(cp * k + kk) * cin);
+    return values(xc, rows);
+  }
+
   torch::Tensor local_agent_index(int rows) const {
     auto idx = torch::empty({rows}, torch::kInt64);
     auto* p = idx.data_ptr<std::int64_t>();
@@ -297,13 +309,7 @@ void Mappo::record(const StepFeedback& fb) {
                 (fb.done[static_cast<std::size_t>(c)] && fb.truncated[static_cast<std::size_t>(c)]);
   }
   if (any_trunc) {
-    std::vector<float> xa(static_cast<std::size_t>(m.ain)),
-        xc(static_cast<std::size_t>(rows * m.cin));
-    for (int c = 0; c < m.e; ++c)
-      for (int kk = 0; kk < m.k; ++kk)
-        m.build_inputs(fb.terminal[static_cast<std::size_t>(c)], kk, xa.data(),
-                       xc.data() + static_cast<std::ptrdiff_t>(c * m.k + kk) * m.cin);
-    const auto v = m.values(xc, rows);
+    const auto v = m.values_of(fb.terminal);
     for (int c = 0; c < m.e; ++c)
       if (fb.done[static_cast<std::size_t>(c)] && fb.truncated[static_cast<std::size_t>(c)])
         for (int kk = 0; kk < m.k; ++kk)
@@ -320,13 +326,7 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   MARLSCHED_CHECK(T > 0, "update() with an empty rollout");
   const int M = rows * T;
   // Bootstrap values of the state after the last step.
-  std::vector<float> xa(static_cast<std::size_t>(m.ain)),
-      xc(static_cast<std::size_t>(rows * m.cin));
-  for (int c = 0; c < m.e; ++c)
-    for (int kk = 0; kk < m.k; ++kk)
-      m.build_inputs(last.global[static_cast<std::size_t>(c)], kk, xa.data(),
-                     xc.data() + static_cast<std::ptrdiff_t>(c * m.k + kk) * m.cin);
-  const auto boot = m.values(xc, rows);
+  const auto boot = m.values_of(last.global);
 
   // GAE per (copy, agent) sequence.
   std::vector<float> adv(static_cast<std::size_t>(M)), ret(static_cast<std::size_t>(M));
