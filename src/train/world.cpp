@@ -55,10 +55,16 @@ void World::reset_copy(int c) {
 
 void World::reset() {
   for (int c = 0; c < copies_; ++c) reset_copy(c);
-  for (auto& o : outcome_) o = StepOutcome{};
-  for (auto& o : outcome_) o.components.assign(static_cast<std::size_t>(c_), 0.0);
-  gather(gathered_);
+  gather_fresh();
+}
+
+void World::gather_fresh() {
+  for (auto& o : outcome_) {
+    o = StepOutcome{};
+    o.components.assign(static_cast<std::size_t>(c_), 0.0);
+  }
   std::fill(done_.begin(), done_.end(), 0);
+  gather(gathered_);
 }
 
 void World::gather(std::vector<float>& into) {
@@ -240,12 +246,7 @@ void World::load_state(const std::vector<std::byte>& state) {
     MARLSCHED_THROW(InputError, "world state: bad episode counters");
   for (auto& s : shards_) s->load_state(r.get_vector<std::byte>());
   if (!r.done()) MARLSCHED_THROW(InputError, "world state: trailing bytes");
-  for (auto& o : outcome_) {
-    o = StepOutcome{};
-    o.components.assign(static_cast<std::size_t>(c_), 0.0);
-  }
-  std::fill(done_.begin(), done_.end(), 0);
-  gather(gathered_);
+  gather_fresh();
 }
 
 std::map<std::string, double> World::global_counters() const {

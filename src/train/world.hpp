@@ -74,6 +74,8 @@ class World {
 
  private:
   void gather(std::vector<float>& into);
+  /// Clears last-step outcomes and episode-end flags, then gathers (after reset or restore).
+  void gather_fresh();
   void reset_copy(int c);
   std::size_t packet() const { return static_cast<std::size_t>(d_ + c_ + 3); }
 
