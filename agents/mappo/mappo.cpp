@@ -241,9 +241,6 @@ void Mappo::set_training(bool t) {
 void Mappo::set_deterministic(bool d) {
   impl_->deterministic = d;
 }
-int Mappo::recorded_steps() const {
-  return impl_->steps;
-}
 
 void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
   auto& m = *impl_;
@@ -423,8 +420,7 @@ UpdateStats Mappo::update(const PolicyInput& last) {
       m.critic_opt->zero_grad();
       loss.backward();
       const double t1 = now();
-      st.allreduce_floats = dist::average_gradients(shared, m.comm);
-      st.allreduce_calls += m.comm.size() > 1 ? 1 : 0;
+      dist::average_gradients(shared, m.comm);
       const double t2 = now();
       st.grad_norm_actor += torch::nn::utils::clip_grad_norm_(actor_params, m.cfg.max_grad_norm);
       st.grad_norm_critic += torch::nn::utils::clip_grad_norm_(critic_params, m.cfg.max_grad_norm);
@@ -570,10 +566,6 @@ std::int64_t Mappo::shared_parameter_count() const {
   std::int64_t n = 0;
   for (const auto& p : impl_->shared_params()) n += p.numel();
   return n;
-}
-
-int Mappo::shared_tensor_count() const {
-  return static_cast<int>(impl_->shared_params().size());
 }
 
 }  // namespace marlsched

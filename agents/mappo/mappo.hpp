@@ -52,8 +52,6 @@ struct MappoConfig {
 struct UpdateStats {
   double policy_loss = 0, value_loss = 0, entropy = 0, approx_kl = 0, clip_frac = 0;
   double grad_norm_actor = 0, grad_norm_critic = 0;
-  std::int64_t allreduce_floats = 0;  ///< floats in the one flattened gradient buffer
-  int allreduce_calls = 0;
   double time_forward_backward = 0, time_allreduce = 0;
 };
 
@@ -85,8 +83,6 @@ class Mappo final : public Policy {
   /// PPO update on the collected rollout; `last` are the global observations after the final
   /// step (bootstrap values). Clears the rollout.
   UpdateStats update(const PolicyInput& last);
-  /// Number of recorded steps in the current rollout.
-  int recorded_steps() const;
 
   /// Saves/loads this rank's networks, optimiser state and value normaliser.
   void save(const std::string& path) const;
@@ -98,9 +94,8 @@ class Mappo final : public Policy {
 
   /// Action probabilities of local agent k for one copy's global observations (for tests).
   std::vector<float> action_probs(const GlobalObs& g, int local_agent) const;
-  /// Per-tensor parameter count of the shared set and the count of tensors.
+  /// Number of floats in the shared parameter set (critic, and the actor when shared).
   std::int64_t shared_parameter_count() const;
-  int shared_tensor_count() const;
 
  private:
   void load_impl(const std::string& path);

@@ -240,7 +240,6 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     t_allreduce += us.time_allreduce;
     env_steps += static_cast<std::int64_t>(T) * e * comm.size() * k;
     const double slots = static_cast<double>(T) * e;
-    sum.last_reward = sys_reward / slots;
     if (it % run.check_every == 0 || it == run.iterations) {
       const bool same = agent->shared_parameters_identical();
       sum.parameters_identical = sum.parameters_identical && same;

@@ -43,7 +43,6 @@ struct RunConfig {
 struct TrainSummary {
   int iterations = 0;
   std::int64_t env_steps = 0;
-  double last_reward = 0;
   double wall_seconds = 0;
   bool parameters_identical = true;
 };
