@@ -22,6 +22,7 @@
 #include "geodc/geodc.hpp"
 #include "geodc/traces.hpp"
 #include "geodc/workload.hpp"
+#include "io/trajectory.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
 
@@ -338,9 +339,10 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         MARLSCHED_REQUIRE(latest.has_value(),
                           "--resume: no complete checkpoint in '"
                               << resume_dir << "/checkpoints' (train with --checkpoint-every N)");
-        validate_checkpoint(*latest, comm.rank(), comm.size(), train_cmd.run.agents_per_rank,
-                            train_cmd.run.envs_per_rank,
-                            config_fingerprint(train_cmd.binder->to_toml()));
+        const Manifest m = validate_checkpoint(
+            *latest, comm.rank(), comm.size(), train_cmd.run.agents_per_rank,
+            train_cmd.run.envs_per_rank, config_fingerprint(train_cmd.binder->to_toml()));
+        if (root) check_segment_for_resume(resume_dir, m.traj_segment, m.traj_rows);
         resume_ckpt = *latest;
       }
       set_torch_threads(cmd->run.threads);

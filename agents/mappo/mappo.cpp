@@ -287,6 +287,13 @@ void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
   if (m.training) m.last_value = m.values(m.last_c, rows);
 }
 
+const std::vector<float>& Mappo::last_log_probs() const {
+  return impl_->last_logp;
+}
+const std::vector<float>& Mappo::last_values() const {
+  return impl_->last_value;
+}
+
 void Mappo::record(const StepFeedback& fb) {
   auto& m = *impl_;
   MARLSCHED_CHECK(m.training, "record() outside training mode");

@@ -78,6 +78,11 @@ class Mappo final : public Policy {
   void set_training(bool training);
   void set_deterministic(bool deterministic);
 
+  /// log π(a|o) of the actions the last `act` chose, [copy * local_agents + k].
+  const std::vector<float>& last_log_probs() const;
+  /// Critic values (denormalised) of the states of the last `act` in training mode, same order.
+  const std::vector<float>& last_values() const;
+
   /// Records the outcome of the last `act` (training mode).
   void record(const StepFeedback& fb);
   /// PPO update on the collected rollout; `last` are the global observations after the final

@@ -39,7 +39,9 @@ std::uint64_t file_hash(const std::string& path, std::uint64_t* size) {
 std::string config_fingerprint(const std::string& toml) {
   static const char* mutable_keys[] = {"iterations",  "run-dir",          "quiet",
                                        "eval-after",  "eval-episodes",    "eval-seed",
-                                       "check-every", "checkpoint-every", "keep-checkpoints"};
+                                       "check-every", "checkpoint-every", "keep-checkpoints",
+                                       "traj-every",  "traj-fields",      "traj-compression",
+                                       "traj-level",  "traj-chunk-steps"};
   std::uint64_t h = 1469598103934665603ULL;
   std::istringstream in(toml);
   for (std::string line; std::getline(in, line);) {
@@ -74,7 +76,9 @@ void write_manifest(const std::string& path, const Manifest& m) {
       << "ranks " << m.ranks << "\n"
       << "agents_per_rank " << m.agents_per_rank << "\n"
       << "envs_per_rank " << m.envs_per_rank << "\n"
-      << "config " << m.config_fingerprint << "\n";
+      << "config " << m.config_fingerprint << "\n"
+      << "traj_segment " << m.traj_segment << "\n"
+      << "traj_rows " << m.traj_rows << "\n";
   for (const auto& f : m.files)
     out << "file " << f.name << ' ' << f.size << ' ' << std::hex << f.hash << std::dec << "\n";
   out << "end\n";
@@ -117,6 +121,10 @@ Manifest read_manifest(const std::string& path) {
       ok = static_cast<bool>(ls >> m.envs_per_rank) && m.envs_per_rank > 0;
     } else if (key == "config") {
       ok = static_cast<bool>(ls >> m.config_fingerprint);
+    } else if (key == "traj_segment") {
+      ok = static_cast<bool>(ls >> m.traj_segment) && m.traj_segment >= -1;
+    } else if (key == "traj_rows") {
+      ok = static_cast<bool>(ls >> m.traj_rows) && m.traj_rows >= 0;
     } else if (key == "file") {
       ManifestFile f;
       ok = static_cast<bool>(ls >> f.name >> f.size >> std::hex >> f.hash) &&
@@ -178,7 +186,7 @@ Manifest validate_checkpoint(const std::string& dir, int rank, int ranks, int ag
       m.config_fingerprint == fingerprint,
       "checkpoint " << dir
                     << " was written with a different configuration (only iterations, "
-                       "run-dir, quiet, evaluation and checkpoint settings may change "
+                       "run-dir, quiet, evaluation, checkpoint and trajectory settings may change "
                        "on resume)");
   for (const std::string& name : {ckpt_model_file(rank), ckpt_state_file(rank)}) {
     const auto it = std::find_if(m.files.begin(), m.files.end(),

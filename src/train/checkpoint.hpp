@@ -28,6 +28,9 @@ struct Manifest {
   int envs_per_rank = 0;
   std::string version;
   std::string config_fingerprint;
+  /// The trajectory segment that holds the steps up to this checkpoint (-1: none) and its rows.
+  int traj_segment = -1;
+  std::int64_t traj_rows = 0;
   std::vector<ManifestFile> files;
 };
 
@@ -39,7 +42,7 @@ void write_file_atomic(const std::string& path, const std::string& text);
 std::uint64_t file_hash(const std::string& path, std::uint64_t* size = nullptr);
 
 /// Fingerprint of a resolved config: a hash of its lines, except those keys a resumed run may
-/// change (iterations, run-dir, quiet, evaluation and checkpoint settings).
+/// change (iterations, run-dir, quiet, evaluation, checkpoint and trajectory settings).
 std::string config_fingerprint(const std::string& resolved_toml);
 
 /// Parses a MANIFEST; throws InputError naming the file and line when malformed.

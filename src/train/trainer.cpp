@@ -11,6 +11,7 @@
 #include <iomanip>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <sstream>
 
 #include "agents/baselines/heuristics.hpp"
@@ -39,6 +40,7 @@ void RunConfig::bind(OptionBinder& b) {
   b.add("quiet", quiet, "no per-iteration progress lines");
   b.add("checkpoint-every", checkpoint_every, "iterations between checkpoints (0: none)");
   b.add("keep-checkpoints", keep_checkpoints, "how many recent checkpoints to keep");
+  traj.bind(b);
 }
 
 void RunConfig::validate() const {
@@ -52,6 +54,7 @@ void RunConfig::validate() const {
   MARLSCHED_REQUIRE(threads >= 1, "--threads must be >= 1");
   MARLSCHED_REQUIRE(checkpoint_every >= 0, "--checkpoint-every must be >= 0");
   MARLSCHED_REQUIRE(keep_checkpoints >= 1, "--keep-checkpoints must be >= 1");
+  traj.validate();
 }
 
 std::string model_path(const std::string& run_dir, int rank) {
@@ -152,6 +155,51 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     agent->load(resume_from + "/" + ckpt_model_file(comm.rank()));
   }
 
+  // Trajectories: a fresh run starts segment 0; a resumed run cuts the checkpoint's segment back
+  // to the checkpoint and starts the next one, so no step is on disk twice.
+  int traj_segment = -1;
+  std::int64_t traj_rows = 0;
+  if (!resume_from.empty()) {
+    const Manifest m = read_manifest(resume_from + "/MANIFEST");
+    traj_segment = m.traj_segment;
+    traj_rows = m.traj_rows;
+  }
+  if (root) cut_segments_for_resume(run.run_dir, traj_segment, traj_rows, start_iteration - 1);
+  comm.barrier();
+  std::unique_ptr<TrajectoryWriter> traj;
+  TrajStep ts;
+  if (run.traj.every > 0 && start_iteration <= run.iterations) {
+    TrajMeta meta;
+    meta.spec = spec;
+    meta.algo = run.algo;
+    meta.config_toml = resolved_config;
+    meta.seed = run.seed;
+    meta.agents_per_rank = k;
+    meta.worlds = e;
+    meta.rollout_steps = T;
+    meta.segment = traj_segment + 1;
+    meta.first_iteration = start_iteration;
+    traj = std::make_unique<TrajectoryWriter>(comm, run.traj,
+                                              traj_segment_path(run.run_dir, meta.segment), meta);
+    traj_segment = meta.segment;
+    traj_rows = 0;
+  }
+  const int d = spec.obs_dim();
+  // This rank's rows of a copy's global observations, into `out` at [copy * K + k][d].
+  auto local_obs = [&](const GlobalObs& g, int c, std::vector<float>& out) {
+    std::memcpy(out.data() + static_cast<std::size_t>(c * k * d), g.row(world.first_agent()),
+                static_cast<std::size_t>(k * d) * sizeof(float));
+  };
+  const auto ek = static_cast<std::size_t>(e * k);
+  ts.observations.resize(ek * static_cast<std::size_t>(d));
+  ts.next_observations.resize(ts.observations.size());
+  ts.rewards.resize(ek);
+  ts.reward_components.resize(ek * static_cast<std::size_t>(nc));
+  ts.terminations.resize(static_cast<std::size_t>(e));
+  ts.truncations.resize(static_cast<std::size_t>(e));
+  ts.episode_ids.resize(static_cast<std::size_t>(e));
+  ts.episode_steps.resize(static_cast<std::size_t>(e));
+
   std::ofstream metrics, timing;
   if (root) {
     const bool resuming = !resume_from.empty();
@@ -169,7 +217,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       for (const auto& c : spec.reward_components) metrics << ',' << c << "_per_slot";
       metrics << ",policy_loss,value_loss,entropy,approx_kl,clip_frac,grad_norm_actor,"
                  "grad_norm_critic\n";
-      timing << "iteration,wall_s,env_s,exchange_s,gather_s,act_s,update_s,allreduce_s\n";
+      timing << "iteration,wall_s,env_s,exchange_s,gather_s,act_s,update_s,allreduce_s,log_s\n";
     }
     metrics << std::setprecision(9);
     if (resuming)
@@ -188,7 +236,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   comm.barrier();
   const double start = now();
   TrainSummary sum;
-  double t_act = 0, t_update = 0, t_allreduce = 0;
+  double t_act = 0, t_update = 0, t_allreduce = 0, t_log = 0;
   StepFeedback fb;
   fb.reward.resize(static_cast<std::size_t>(e * k));
   fb.done.resize(static_cast<std::size_t>(e));
@@ -208,6 +256,20 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       const double a0 = now();
       agent->act(world.policy_input(), actions);
       t_act += now() - a0;
+      if (traj) {
+        const double l0 = now();
+        ts.iteration = it;
+        for (int c = 0; c < e; ++c) {
+          local_obs(world.obs(c), c, ts.observations);
+          ts.episode_ids[static_cast<std::size_t>(c)] =
+              static_cast<std::int64_t>(world.episode_index(c)) * e + c;
+          ts.episode_steps[static_cast<std::size_t>(c)] = world.episode_step(c);
+        }
+        ts.actions.assign(actions.begin(), actions.end());
+        ts.log_probs = agent->last_log_probs();
+        ts.values = agent->last_values();
+        t_log += now() - l0;
+      }
       world.step(actions);
       for (int c = 0; c < e; ++c) {
         double total = 0;
@@ -233,6 +295,35 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       const double a1 = now();
       agent->record(fb);
       t_act += now() - a1;
+      if (traj) {
+        const double l0 = now();
+        for (int c = 0; c < e; ++c) {
+          for (int kk = 0; kk < k; ++kk) {
+            const auto i = static_cast<std::size_t>(c * k + kk);
+            const int a = world.first_agent() + kk;
+            ts.rewards[i] = world.reward(c, a);
+            for (int j = 0; j < nc; ++j)
+              ts.reward_components[i * static_cast<std::size_t>(nc) + static_cast<std::size_t>(j)] =
+                  world.component(c, a, j);
+          }
+          const bool done = world.done(c), trunc = world.truncated(c);
+          ts.terminations[static_cast<std::size_t>(c)] = done && !trunc ? 1 : 0;
+          ts.truncations[static_cast<std::size_t>(c)] = trunc ? 1 : 0;
+          local_obs(done ? world.terminal_obs(c) : world.obs(c), c, ts.next_observations);
+        }
+        traj->append(ts);
+        t_log += now() - l0;
+      }
+    }
+    const bool checkpoint_now = run.checkpoint_every > 0 && it % run.checkpoint_every == 0;
+    if (traj && (it % run.traj.every == 0 || checkpoint_now || it == run.iterations)) {
+      const double l0 = now();
+      if (it == run.iterations)
+        traj->close(it);
+      else
+        traj->flush(it);
+      traj_rows = traj->rows_written();
+      t_log += now() - l0;
     }
     const double u0 = now();
     const UpdateStats us = agent->update(world.policy_input());
@@ -260,7 +351,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       const StepTimes& w = world.times();
       timing << it << ',' << now() - it0 << ',' << w.env - before.env << ','
              << w.exchange - before.exchange << ',' << w.gather - before.gather << ',' << t_act
-             << ',' << t_update << ',' << t_allreduce << '\n';
+             << ',' << t_update << ',' << t_allreduce << ',' << t_log << '\n';
       if (!run.quiet) {
         std::ostringstream os;
         os << std::fixed << "iter " << std::setw(4) << it << "/" << run.iterations << " | steps "
@@ -276,8 +367,10 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
         std::cout << os.str() << std::endl;
       }
     }
-    if (run.checkpoint_every > 0 && it % run.checkpoint_every == 0) {
+    if (checkpoint_now) {
       Manifest header;
+      header.traj_segment = traj_segment;
+      header.traj_rows = traj_rows;
       header.agents_per_rank = k;
       header.envs_per_rank = e;
       header.config_fingerprint = config_fingerprint(resolved_config);
@@ -306,20 +399,21 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
 
   // The slowest rank's time split.
   const StepTimes& w = world.times();
-  double split[6] = {w.env, w.exchange, w.gather, t_act, t_update, t_allreduce};
-  double mx[6];
-  for (int i = 0; i < 6; ++i) mx[i] = comm.allreduce_max(split[i]);
+  double split[7] = {w.env, w.exchange, w.gather, t_act, t_update, t_allreduce, t_log};
+  double mx[7];
+  for (int i = 0; i < 7; ++i) mx[i] = comm.allreduce_max(split[i]);
   if (root && start_iteration > run.iterations) {
     std::cout << "nothing to do: the run already has " << run.iterations << " iterations"
               << std::endl;
   } else if (root) {
     const double wall = std::max(1e-9, sum.wall_seconds);
-    const char* names[6] = {"env step",       "work exchange (alltoallv)", "obs allgather",
-                            "policy forward", "update fwd/bwd+optim",      "grad allreduce"};
+    const char* names[7] = {"env step",          "work exchange (alltoallv)", "obs allgather",
+                            "policy forward",    "update fwd/bwd+optim",      "grad allreduce",
+                            "trajectory logging"};
     std::cout << "time split (slowest rank, " << std::fixed << std::setprecision(2) << wall
               << " s wall, " << std::setprecision(0) << static_cast<double>(env_steps) / wall
               << " env steps/s):";
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < 7; ++i)
       std::cout << (i ? ", " : " ") << names[i] << " " << std::setprecision(1)
                 << 100.0 * mx[i] / wall << "%";
     std::cout << "\nparameters identical on all ranks: "

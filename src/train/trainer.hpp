@@ -14,6 +14,7 @@
 #include "core/env.hpp"
 #include "core/options.hpp"
 #include "dist/comm.hpp"
+#include "io/trajectory.hpp"
 
 namespace marlsched {
 
@@ -34,6 +35,7 @@ struct RunConfig {
   int checkpoint_every = 0;  ///< iterations between checkpoints (0: none)
   int keep_checkpoints = 3;
   bool quiet = false;
+  TrajConfig traj;  ///< HDF5 trajectory logging
 
   void bind(OptionBinder& b);
   void validate() const;
@@ -47,8 +49,9 @@ struct TrainSummary {
   bool parameters_identical = true;
 };
 
-/// Trains and writes `run_dir/{metrics.csv,timing.csv,config.toml,model-rank-R.pt}` (and
-/// checkpoints every `checkpoint_every` iterations); rank 0 prints one progress line per
+/// Trains and writes `run_dir/{metrics.csv,timing.csv,config.toml,model-rank-R.pt}`, the
+/// trajectories (`run_dir/trajectories/segment-NNN.h5`, unless `traj.every` is 0) and checkpoints
+/// every `checkpoint_every` iterations; rank 0 prints one progress line per
 /// iteration. `resolved_config` is the printed TOML of the run. With `resume_from` (a validated
 /// checkpoint directory) the run continues after that checkpoint's iteration, reproducing the
 /// uninterrupted run exactly; metrics rows after the checkpoint are dropped, not duplicated.

@@ -57,6 +57,10 @@ class World {
   /// Whether the copy's episode ended in the last step, and whether it was a truncation.
   bool done(int copy) const { return done_[static_cast<std::size_t>(copy)] != 0; }
   bool truncated(int copy) const { return trunc_[static_cast<std::size_t>(copy)] != 0; }
+  /// Number (from 0) of the current episode of a copy.
+  std::uint64_t episode_index(int copy) const {
+    return episode_[static_cast<std::size_t>(copy)] - 1;
+  }
   /// Steps taken in the current episode of a copy.
   int episode_step(int copy) const { return ep_step_[static_cast<std::size_t>(copy)]; }
 

@@ -14,11 +14,16 @@ MARLSCHED_KILL_AT=1:6 timeout 120 "$MPIEXEC" -n 2 --oversubscribe "$BIN" "${ARGS
 [ ! -e crashed/checkpoints/ckpt-00000008 ] || fail "a checkpoint after the crash point exists"
 [ "$(wc -l < crashed/metrics.csv)" -eq 6 ] || fail "expected 5 iterations logged before the kill"
 pass "rank 1 killed with SIGKILL at iteration 6 (exit $rc); checkpoint 4 complete"
+PY=/usr/bin/python3
+CHECK="$SRC/tests/io/check_trajectories.py"
+# Trajectories are flushed every iteration: the killed run's file holds iterations 1-5 and opens.
+"$PY" "$CHECK" crashed crashed/trajectories/segment-000.h5 $((5 * 96)) 5
 mpi 2 "$BIN" train --resume crashed > resumed.log
 grep -q "resuming from crashed/checkpoints/ckpt-00000004 at iteration 5" resumed.log || fail "resume point: $(cat resumed.log)"
 cmp straight/metrics.csv crashed/metrics.csv || fail "resumed metrics differ from the uninterrupted run"
 [ "$(cut -d, -f1 crashed/metrics.csv | sort | uniq -d | wc -l)" -eq 0 ] || fail "duplicated iterations"
 pass "kill -9 + resume reproduces the uninterrupted metrics.csv exactly, no duplicate rows"
+"$PY" "$CHECK" resumed straight crashed
 
 mpi 2 "$BIN" train --agents-per-rank 2 --envs-per-rank 1 --iterations 5 --checkpoint-every 1 \
     --keep-checkpoints 2 --quiet --no-eval-after --run-dir keep > keep.log
@@ -43,3 +48,14 @@ mkdir -p empty && cp crashed/config.toml empty/
 expect_error "no checkpoint" 2 "no complete checkpoint" -- mpi 2 "$BIN" train --resume empty
 cmp before.csv crashed/metrics.csv || fail "a failed resume modified metrics.csv"
 pass "failed resumes leave the run directory untouched"
+
+# Bad trajectory files on resume: one clear error, nothing touched.
+cp -r crashed badtraj
+echo "garbage" > badtraj/trajectories/segment-001.h5
+cp badtraj/trajectories/segment-000.h5 seg0.h5
+expect_error "damaged trajectory file" 2 "segment-001.h5' as an HDF5 file" -- mpi 2 "$BIN" train --resume badtraj
+"$PY" -c "import h5py; h5py.File('badtraj/trajectories/segment-001.h5', 'w').attrs['title'] = 'other'"
+expect_error "HDF5 file of another layout" 2 "is not a marlsched trajectory file" -- \
+  mpi 2 "$BIN" train --resume badtraj
+cmp seg0.h5 badtraj/trajectories/segment-000.h5 || fail "a failed resume modified a trajectory file"
+pass "resumes over damaged or foreign trajectory files fail cleanly and touch nothing"

@@ -1,0 +1,109 @@
+#pragma once
+/// \file h5.hpp
+/// A thin, checked RAII layer over the HDF5 C API (the HighFive idea, kept small because
+/// HighFive is not packaged in Debian 12). Every C call's status goes through `check()`, which
+/// turns a failure into a `marlsched::Error` (or `InputError` for files a user handed us) whose
+/// message carries HDF5's own error stack; HDF5's automatic error printing is silenced so that
+/// a failure prints exactly one line, from `main`.
+///
+/// Only this header and io/*.cpp include <hdf5.h>; the trainer sees io/trajectory.hpp only.
+
+#include <hdf5.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace marlsched::h5 {
+
+/// Turns off HDF5's printing of error stacks (idempotent; called by every entry point here).
+void silence_errors();
+
+/// HDF5's current error stack as one line ("H5Dwrite: can't write data; ..."), then cleared.
+std::string error_stack();
+
+/// Throws `Error` (or `InputError` when `input` is true) with `what`, the error stack and the
+/// call site if `status < 0`; returns `status` otherwise.
+std::int64_t check(std::int64_t status, const std::string& what, bool input = false);
+
+/// Owns one HDF5 identifier and closes it with the matching H5?close function.
+class Id {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Id() = default;
+  Id(hid_t id, Closer close) : id_(id), close_(close) {}
+  ~Id() { reset(); }
+  Id(Id&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = H5I_INVALID_HID; }
+  Id& operator=(Id&& o) noexcept {
+    if (this != &o) {
+      reset();
+      id_ = o.id_;
+      close_ = o.close_;
+      o.id_ = H5I_INVALID_HID;
+    }
+    return *this;
+  }
+  Id(const Id&) = delete;
+  Id& operator=(const Id&) = delete;
+  hid_t get() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+  /// Closes now and reports a failure (destructors cannot).
+  void close(const std::string& what);
+  void reset();
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  Closer close_ = nullptr;
+};
+
+Id file_id(hid_t id, const std::string& what, bool input = false);
+Id plist(hid_t cls);
+Id space(const std::vector<hsize_t>& dims, const std::vector<hsize_t>* maxdims = nullptr);
+Id dataset_space(hid_t dataset);
+Id open_dataset(hid_t loc, const std::string& name, bool input = false);
+Id create_group(hid_t loc, const std::string& name);
+
+/// Creates `path` for parallel access by every rank of `comm` (collective); truncates.
+Id create_parallel(const std::string& path, MPI_Comm comm);
+/// Opens an existing file on this process alone (serial driver).
+Id open_serial(const std::string& path, bool writable);
+
+bool exists(hid_t loc, const std::string& path);
+/// Dimensions of a dataset.
+std::vector<hsize_t> dims(hid_t dataset);
+
+// Attributes (written collectively with identical values when the file is parallel).
+void write_attr(hid_t obj, const std::string& name, const std::string& value);
+void write_attr(hid_t obj, const std::string& name, const std::vector<std::string>& value);
+void write_attr(hid_t obj, const std::string& name, std::int64_t value);
+void write_attr(hid_t obj, const std::string& name, double value);
+/// Reads attributes; throws InputError naming the attribute if it is absent or of another type.
+std::string read_attr_string(hid_t obj, const std::string& name);
+std::int64_t read_attr_int(hid_t obj, const std::string& name);
+
+/// HDF5 native type for a C++ arithmetic type.
+template <class T>
+hid_t native();
+template <>
+inline hid_t native<float>() {
+  return H5T_NATIVE_FLOAT;
+}
+template <>
+inline hid_t native<double>() {
+  return H5T_NATIVE_DOUBLE;
+}
+template <>
+inline hid_t native<std::int32_t>() {
+  return H5T_NATIVE_INT32;
+}
+template <>
+inline hid_t native<std::int64_t>() {
+  return H5T_NATIVE_INT64;
+}
+template <>
+inline hid_t native<std::uint8_t>() {
+  return H5T_NATIVE_UINT8;
+}
+
+}  // namespace marlsched::h5

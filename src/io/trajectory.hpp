@@ -1,0 +1,122 @@
+#pragma once
+/// \file trajectory.hpp
+/// Trajectories to HDF5 with parallel I/O (MPI-IO). Every rank writes its own agents'
+/// transitions into ONE file per run segment (the first run is segment 0, each resume starts the
+/// next); nothing is gathered to rank 0. The layout (docs/hdf5-layout.md) is the flat D4RL /
+/// Minari convention — observations, actions, rewards, terminations, truncations — with two
+/// extra leading dimensions after time: the world (env copy) and the agent:
+///
+///     observations        float32 [S, W, N, obs_dim]   S rows (steps), W worlds, N agents
+///     next_observations   float32 [S, W, N, obs_dim]   the terminal observation at episode ends
+///     actions             int32   [S, W, N]
+///     rewards             float32 [S, W, N]            the env's own reward of each agent
+///     terminations        uint8   [S, W]               the MDP reached a terminal state
+///     truncations         uint8   [S, W]               the episode was cut by its time limit
+///     log_probs, values   float32 [S, W, N]            the behaviour policy's log π(a|o), V(s)
+///     infos/reward_components float32 [S, W, N, C]
+///     infos/episode_ids   int64 [S, W]    infos/episode_steps int32 [S, W]
+///     infos/iterations    int32 [S]
+///
+/// Datasets are chunked ([chunk_steps, W, agents_per_rank, ...], so a chunk belongs to one rank
+/// and collective compressed writes move no data between ranks) and compressed (shuffle +
+/// deflate, szip, or none). Rows are buffered in memory and written by `flush()`, one
+/// collective extend + write per dataset, then H5Fflush and a barrier: the file on disk is
+/// consistent after every completed flush and untouched between flushes, so a crash outside a
+/// flush leaves everything flushed readable.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/env.hpp"
+#include "core/options.hpp"
+#include "dist/comm.hpp"
+
+namespace marlsched {
+
+/// Which trajectories are written, and how.
+struct TrajConfig {
+  /// 0: no trajectory file; k >= 1: flush the buffered steps every k iterations (and at every
+  /// checkpoint and at the end). Every transition of every logged world is written either way.
+  int every = 1;
+  /// Optional datasets to write; terminations, truncations and the infos/ bookkeeping
+  /// (episode ids, episode steps, iterations) are always written.
+  std::vector<std::string> fields = {"observations",     "next_observations", "actions",
+                                     "rewards",          "log_probs",         "values",
+                                     "reward_components"};
+  std::string compression = "deflate";  ///< deflate | szip | none
+  int level = 4;                        ///< deflate level 1..9
+  int chunk_steps = 0;                  ///< rows per chunk; 0 = rollout steps (capped at 1 MiB)
+
+  void bind(OptionBinder& b);
+  void validate() const;
+};
+
+/// The optional fields `TrajConfig::fields` may name.
+const std::vector<std::string>& traj_optional_fields();
+
+/// What a trajectory file records about its run (root attributes).
+struct TrajMeta {
+  EnvSpec spec;
+  std::string algo, config_toml;
+  std::uint64_t seed = 0;
+  int agents_per_rank = 1, worlds = 1, rollout_steps = 1;
+  int segment = 0, first_iteration = 1;
+};
+
+/// One step of this rank's agents in every world, indexed [world * K + k] (× inner size).
+struct TrajStep {
+  std::int32_t iteration = 0;
+  std::vector<float> observations, next_observations;   ///< [W*K*obs_dim]
+  std::vector<std::int32_t> actions;                    ///< [W*K]
+  std::vector<float> rewards, log_probs, values;        ///< [W*K]
+  std::vector<float> reward_components;                 ///< [W*K*C]
+  std::vector<std::uint8_t> terminations, truncations;  ///< [W]
+  std::vector<std::int64_t> episode_ids;                ///< [W]
+  std::vector<std::int32_t> episode_steps;              ///< [W]
+};
+
+/// `RUN_DIR/trajectories/segment-NNN.h5`.
+std::string traj_segment_path(const std::string& run_dir, int segment);
+
+class TrajectoryWriter {
+ public:
+  /// Collective: creates the segment file with its datasets and attributes.
+  TrajectoryWriter(const dist::Comm& comm, const TrajConfig& cfg, const std::string& path,
+                   const TrajMeta& meta);
+  ~TrajectoryWriter();
+  TrajectoryWriter(const TrajectoryWriter&) = delete;
+  TrajectoryWriter& operator=(const TrajectoryWriter&) = delete;
+
+  /// Buffers one step (local, no I/O).
+  void append(const TrajStep& step);
+  /// Collective: writes the buffered rows, updates `rows` and `last_flushed_iteration`,
+  /// H5Fflush, barrier. `last_iteration` is the newest iteration whose rows are all buffered.
+  void flush(int last_iteration);
+  /// Collective: flushes, marks the file complete (attribute `complete` = 1) and closes it.
+  void close(int last_iteration);
+
+  int segment() const;
+  /// Rows on disk (identical on every rank).
+  std::int64_t rows_written() const;
+  /// Seconds spent in append and flush so far.
+  double seconds() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Checks, without changing anything, that `segment` of a run can be cut back to `rows` rows on
+/// resume: it is a marlsched trajectory file of this format with at least that many rows.
+/// Throws InputError with a clear message otherwise. A segment < 0 means none was logged.
+void check_segment_for_resume(const std::string& run_dir, int segment, std::int64_t rows);
+
+/// On resume from a checkpoint (rank 0 only, serial I/O): cuts `segment` back to `rows` rows
+/// and `last_iteration`, and removes the newer segments, so no step after the checkpoint is
+/// left on disk twice. A segment < 0 removes every segment.
+void cut_segments_for_resume(const std::string& run_dir, int segment, std::int64_t rows,
+                             int last_iteration);
+
+}  // namespace marlsched
