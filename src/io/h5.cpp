@@ -124,10 +124,20 @@ Id vlen_string_type() {
 Id scalar_space() {
   return Id(static_cast<hid_t>(check(H5Screate(H5S_SCALAR), "H5Screate")), H5Sclose);
 }
-/// Opens attribute `name` of `obj` for writing, replacing an existing one of another shape.
+/// Opens attribute `name` of `obj` for writing: the existing one when its type and shape are
+/// the same (an in-place update, as for the counters a flush refreshes), else a new one.
 Id attr_for_write(hid_t obj, const std::string& name, hid_t type, hid_t sp) {
-  if (check(H5Aexists(obj, name.c_str()), "H5Aexists " + name) > 0)
+  if (check(H5Aexists(obj, name.c_str()), "H5Aexists " + name) > 0) {
+    Id a(static_cast<hid_t>(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "H5Aopen " + name)),
+         H5Aclose);
+    Id t(static_cast<hid_t>(check(H5Aget_type(a.get()), "H5Aget_type")), H5Tclose);
+    Id s(static_cast<hid_t>(check(H5Aget_space(a.get()), "H5Aget_space")), H5Sclose);
+    if (check(H5Tequal(t.get(), type), "H5Tequal") > 0 &&
+        check(H5Sextent_equal(s.get(), sp), "H5Sextent_equal") > 0)
+      return a;
+    a.reset();
     check(H5Adelete(obj, name.c_str()), "H5Adelete " + name);
+  }
   return Id(
       static_cast<hid_t>(check(H5Acreate2(obj, name.c_str(), type, sp, H5P_DEFAULT, H5P_DEFAULT),
                                "cannot create attribute " + name)),

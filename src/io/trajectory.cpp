@@ -117,6 +117,7 @@ void TrajConfig::bind(OptionBinder& b) {
         "values, reward_components");
   b.add("traj-compression", compression, "chunk compression: deflate, szip or none");
   b.add("traj-level", level, "deflate level (1-9)");
+  b.add("traj-shuffle", shuffle, "byte-shuffle chunks before deflate");
   b.add("traj-chunk-steps", chunk_steps, "rows per HDF5 chunk (0: the rollout length)");
 }
 
@@ -228,7 +229,7 @@ struct TrajectoryWriter::Impl {
       h5::check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time");
       h5::check(H5Pset_obj_track_times(dcpl.get(), false), "H5Pset_obj_track_times");
       if (cfg.compression == "deflate") {
-        h5::check(H5Pset_shuffle(dcpl.get()), "H5Pset_shuffle");
+        if (cfg.shuffle) h5::check(H5Pset_shuffle(dcpl.get()), "H5Pset_shuffle");
         h5::check(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(cfg.level)), "H5Pset_deflate");
       } else if (cfg.compression == "szip") {
         // szip codes blocks of an even number (<= 32) of elements; tiny chunks stay raw.

@@ -41,7 +41,7 @@ std::string config_fingerprint(const std::string& toml) {
                                        "eval-after",  "eval-episodes",    "eval-seed",
                                        "check-every", "checkpoint-every", "keep-checkpoints",
                                        "traj-every",  "traj-fields",      "traj-compression",
-                                       "traj-level",  "traj-chunk-steps"};
+                                       "traj-level",  "traj-chunk-steps", "traj-shuffle"};
   std::uint64_t h = 1469598103934665603ULL;
   std::istringstream in(toml);
   for (std::string line; std::getline(in, line);) {
