@@ -23,6 +23,7 @@
 #include "geodc/traces.hpp"
 #include "geodc/workload.hpp"
 #include "io/trajectory.hpp"
+#include "slurm.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
 
@@ -272,6 +273,11 @@ int run(int argc, char** argv, const dist::Comm& comm) {
                    "continue RUN_DIR from its latest complete checkpoint (uses RUN_DIR/config.toml "
                    "unless --config is given)")
       ->check(CLI::ExistingDirectory);
+  bool auto_resume = false;
+  train_cmd.app->add_flag(
+      "--auto-resume", auto_resume,
+      "continue from the newest complete checkpoint in --run-dir if it has one, else start "
+      "fresh (for requeued batch jobs: the same command line works every time)");
   eval_cmd.bind(app.add_subcommand(
       "eval",
       "evaluate a trained run's policy against every heuristic baseline on held-out seeds"));
@@ -299,6 +305,13 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   gen->add_option("--days", gen_days, "days of hourly trace per zone")->capture_default_str();
   gen->add_option("--tasks", gen_tasks, "rows of the sample pai_task_table")->capture_default_str();
   auto* list = app.add_subcommand("list", "list environments, learners and baselines");
+  Command slurm_cmd;
+  slurm_cmd.bind(app.add_subcommand(
+      "slurm",
+      "write a Slurm job script (training, a job-array sweep or evaluation) for the given "
+      "config and submit it with sbatch (--dry-run prints it); takes every train option"));
+  SlurmOptions slurm_opts;
+  slurm_opts.add_to(slurm_cmd.app);
 
   try {
     app.parse(argc, argv);
@@ -306,6 +319,32 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     if (root) return app.exit(e);
     std::ostringstream sink;
     return app.exit(e, sink, sink);
+  }
+
+  if (slurm_cmd.app->parsed()) {  // a serial command: rank 0 alone writes and submits
+    if (!root) return 0;
+    try {
+      auto& c = slurm_cmd;
+      if (slurm_opts.kind == "eval" && c.config_path.empty() && !slurm_opts.model.empty() &&
+          std::filesystem::exists(slurm_opts.model + "/config.toml"))
+        c.config_path = slurm_opts.model + "/config.toml";
+      if (!c.config_path.empty()) apply_config_file(c.app, *c.binder, c.config_path);
+      c.run.validate();
+      c.learners.validate(c.run.algo);
+      auto& ec = c.env_config();
+      const auto job = plan_slurm_job(slurm_opts, c.run.agents_per_rank, ec.defined_agents(),
+                                      c.run.threads, c.run.run_dir, c.binder->to_toml(),
+                                      std::filesystem::read_symlink("/proc/self/exe").string());
+      ec.validate(job.ranks * c.run.agents_per_rank);
+      if (slurm_opts.dry_run) {
+        std::cout << job.script << std::flush;
+        return 0;
+      }
+      return submit_slurm_job(job);
+    } catch (const std::exception& e) {
+      report_error(std::string("marlsched: error: ") + e.what());
+      return 2;
+    }
   }
 
   // Phase 1: everything that can fail on bad input, before any collective. Every rank runs the
@@ -333,6 +372,9 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         return 0;
       }
       prep = prepare(*cmd, comm, cmd != &base_cmd);
+      if (cmd == &train_cmd && auto_resume && resume_dir.empty() &&
+          latest_checkpoint(train_cmd.run.run_dir).has_value())
+        resume_dir = train_cmd.run.run_dir;
       if (cmd == &train_cmd && !resume_dir.empty()) {
         train_cmd.run.run_dir = resume_dir;
         const auto latest = latest_checkpoint(resume_dir);
@@ -378,9 +420,12 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   // rank prints its message and aborts the whole job.
   try {
     if (cmd == &train_cmd) {
+      const StopSignals stop_signals;
       const auto summary = train(train_cmd.run, train_cmd.learners, *prep.factory, comm,
                                  train_cmd.binder->to_toml(), resume_ckpt);
-      if (train_cmd.run.eval_after)
+      if (summary.stop_signal != 0) return kExitRequeue;
+      // A stop signal during the last iteration: training is complete, evaluation is skipped.
+      if (train_cmd.run.eval_after && comm.allreduce_max(stop_requested()) == 0)
         evaluate_all(train_cmd.run, train_cmd.learners, *prep.factory, comm, train_cmd.run.run_dir,
                      heuristic_names(), false, train_cmd.run.run_dir);
       return summary.parameters_identical ? 0 : 3;

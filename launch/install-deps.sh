@@ -8,6 +8,7 @@ PACKAGES=(
   libhdf5-openmpi-dev hdf5-tools
   libcli11-dev libbenchmark-dev libgtest-dev
   python3-torch python3-h5py
+  slurm-wlm munge
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -76,6 +76,9 @@ struct Config : EnvConfig {
 
   void bind(OptionBinder& b) override;
   void validate(int num_agents) const override;
+  int defined_agents() const override {
+    return replicate_sites ? 0 : static_cast<int>(sites.size());
+  }
   /// Index into the site lists for an agent.
   int site_of(int agent) const { return agent % static_cast<int>(sites.size()); }
   double slot_hours() const { return slot_minutes / 60.0; }

@@ -109,6 +109,9 @@ class EnvConfig {
   virtual void bind(OptionBinder& binder) = 0;
   /// Throws ConfigError naming the bad value. `num_agents` is the run's agent count.
   virtual void validate(int num_agents) const = 0;
+  /// The number of agents this config defines (e.g. one per data center), or 0 when any number
+  /// fits (e.g. replicated sites). Launch helpers derive the rank count from it.
+  virtual int defined_agents() const { return 0; }
 };
 
 }  // namespace marlsched

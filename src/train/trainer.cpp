@@ -111,6 +111,30 @@ std::string fmt_eta(double s) {
 
 }  // namespace
 
+namespace {
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+}
+constexpr int kStopSignals[3] = {SIGUSR1, SIGTERM, SIGINT};
+}  // namespace
+
+StopSignals::StopSignals() {
+  g_stop_signal = 0;
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (std::size_t i = 0; i < 3; ++i) sigaction(kStopSignals[i], &sa, &old_[i]);
+}
+
+StopSignals::~StopSignals() {
+  for (std::size_t i = 0; i < 3; ++i) sigaction(kStopSignals[i], &old_[i], nullptr);
+}
+
+int stop_requested() {
+  return static_cast<int>(g_stop_signal);
+}
+
 TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
                    const dist::Comm& comm, const std::string& resolved_config,
                    const std::string& resume_from) {
@@ -315,20 +339,25 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
         t_log += now() - l0;
       }
     }
-    const bool checkpoint_now = run.checkpoint_every > 0 && it % run.checkpoint_every == 0;
-    if (traj && (it % run.traj.every == 0 || checkpoint_now || it == run.iterations)) {
+    const double u0 = now();
+    const UpdateStats us = agent->update(world.policy_input());
+    t_update += now() - u0 - us.time_allreduce;
+    t_allreduce += us.time_allreduce;
+    // A stop request (Slurm's warning signal, SIGTERM, SIGINT) on any rank stops every rank
+    // after this same update: one tiny allreduce per iteration.
+    const int stop_signal = it < run.iterations ? comm.allreduce_max(stop_requested()) : 0;
+    const bool last = it == run.iterations || stop_signal != 0;
+    const bool checkpoint_now =
+        (run.checkpoint_every > 0 && it % run.checkpoint_every == 0) || stop_signal != 0;
+    if (traj && (it % run.traj.every == 0 || checkpoint_now || last)) {
       const double l0 = now();
-      if (it == run.iterations)
+      if (last)
         traj->close(it);
       else
         traj->flush(it);
       traj_rows = traj->rows_written();
       t_log += now() - l0;
     }
-    const double u0 = now();
-    const UpdateStats us = agent->update(world.policy_input());
-    t_update += now() - u0 - us.time_allreduce;
-    t_allreduce += us.time_allreduce;
     env_steps += static_cast<std::int64_t>(T) * e * comm.size() * k;
     const double slots = static_cast<double>(T) * e;
     if (it % run.check_every == 0 || it == run.iterations) {
@@ -390,10 +419,19 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
             if (!out) MARLSCHED_THROW(InputError, "cannot write checkpoint into '" << dir << "'");
           });
     }
+    if (stop_signal != 0) {
+      sum.stop_signal = stop_signal;
+      sum.iterations = it;
+      if (root)
+        std::cout << "stopping after iteration " << it << " on signal " << stop_signal << " ("
+                  << strsignal(stop_signal) << "): checkpoint written; continue with "
+                  << "`marlsched train --resume " << run.run_dir << "`" << std::endl;
+      break;
+    }
   }
   comm.barrier();
   sum.wall_seconds = now() - start;
-  sum.iterations = run.iterations;
+  if (sum.stop_signal == 0) sum.iterations = run.iterations;
   sum.env_steps = env_steps;
   agent->save(model_path(run.run_dir, comm.rank()));
 
@@ -411,8 +449,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
                             "policy forward",    "update fwd/bwd+optim",      "grad allreduce",
                             "trajectory logging"};
     std::cout << "time split (slowest rank, " << std::fixed << std::setprecision(2) << wall
-              << " s wall, " << std::setprecision(0) << static_cast<double>(env_steps) / wall
-              << " env steps/s):";
+              << " s wall, " << std::setprecision(0)
+              << static_cast<double>(env_steps - steps_at_start) / wall << " env steps/s):";
     for (int i = 0; i < 7; ++i)
       std::cout << (i ? ", " : " ") << names[i] << " " << std::setprecision(1)
                 << 100.0 * mx[i] / wall << "%";

@@ -4,6 +4,8 @@
 /// rollout + update, the slowest rank's time split reported by rank 0, and a final self-check
 /// that shared parameters are bitwise identical on every rank.
 
+#include <signal.h>
+
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -47,7 +49,32 @@ struct TrainSummary {
   std::int64_t env_steps = 0;
   double wall_seconds = 0;
   bool parameters_identical = true;
+  /// Nonzero when a signal (SIGUSR1, SIGTERM, SIGINT) stopped the run early: every rank
+  /// finished the same update, a checkpoint was written, `iterations` is the last one done.
+  int stop_signal = 0;
 };
+
+/// While alive, SIGUSR1 (Slurm's warning signal), SIGTERM and SIGINT only set a flag, which the
+/// training loop reads between iterations (`stop_requested`); the previous handlers come back
+/// afterwards. `marlsched train` holds one for the whole run, so a signal that arrives after
+/// the last iteration is harmless too.
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_[3];
+};
+
+/// The last stop signal received while a StopSignals was alive (0: none).
+int stop_requested();
+
+/// Exit code of `marlsched train` stopped by a signal after checkpointing (EX_TEMPFAIL): the
+/// Slurm templates requeue the job on it.
+constexpr int kExitRequeue = 75;
 
 /// Trains and writes `run_dir/{metrics.csv,timing.csv,config.toml,model-rank-R.pt}`, the
 /// trajectories (`run_dir/trajectories/segment-NNN.h5`, unless `traj.every` is 0) and checkpoints
@@ -55,6 +82,8 @@ struct TrainSummary {
 /// iteration. `resolved_config` is the printed TOML of the run. With `resume_from` (a validated
 /// checkpoint directory) the run continues after that checkpoint's iteration, reproducing the
 /// uninterrupted run exactly; metrics rows after the checkpoint are dropped, not duplicated.
+/// SIGUSR1, SIGTERM or SIGINT during training make every rank stop after the same update and
+/// write a checkpoint (see TrainSummary::stop_signal).
 TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
                    const dist::Comm& comm, const std::string& resolved_config,
                    const std::string& resume_from = "");
