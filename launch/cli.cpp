@@ -5,8 +5,10 @@
 #include <charconv>
 #include <climits>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 
@@ -236,6 +238,99 @@ struct Command {
   }
 };
 
+/// A JSON string literal.
+std::string json(const std::string& v) {
+  std::string o = "\"";
+  for (unsigned char c : v) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += static_cast<char>(c);
+    } else if (c == '\n') {
+      o += "\\n";
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+    } else {
+      o += static_cast<char>(c);
+    }
+  }
+  return o + "\"";
+}
+std::string json(const std::vector<std::string>& v) {
+  std::string o = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + json(v[i]);
+  return o + "]";
+}
+
+/// Reads a trained run's config.toml into `cmd` (bound to a scratch parser of its own).
+void load_run_config(Command& cmd, CLI::App& scratch, const std::string& run_dir) {
+  cmd.bind(&scratch);
+  const std::string path = run_dir + "/config.toml";
+  MARLSCHED_REQUIRE(std::filesystem::exists(path),
+                    "'" << run_dir << "' has no config.toml (not a run directory)");
+  apply_config_file(cmd.app, *cmd.binder, path);
+  cmd.run.validate();
+  cmd.learners.validate(cmd.run.algo);
+}
+
+/// `marlsched export RUN_DIR`: every rank's saved learner, loaded in this one process, exported
+/// as one TorchScript module.
+void export_policy(const std::string& run_dir, const std::string& out, bool with_critic) {
+  CLI::App scratch;
+  Command cmd;
+  load_run_config(cmd, scratch, run_dir);
+  int ranks = 0;
+  while (std::filesystem::exists(model_path(run_dir, ranks))) ++ranks;
+  MARLSCHED_REQUIRE(ranks > 0, "'" << run_dir << "' holds no trained model (model-rank-0.pt)");
+  const int k = cmd.run.agents_per_rank, n = ranks * k;
+  auto& ec = cmd.env_config();
+  ec.validate(n);
+  const auto factory = find_env(cmd.run.env).make_factory(ec, n);
+  const EnvSpec& spec = factory->spec();
+  dist::Comm self(MPI_COMM_SELF, false);
+  std::vector<std::unique_ptr<Mappo>> learners;
+  std::vector<const Mappo*> view;
+  for (int r = 0; r < ranks; ++r) {
+    learners.push_back(
+        make_learner(cmd.run.algo, cmd.learners, spec, self, n, r * k, k, 1, cmd.run.seed));
+    learners.back()->load(model_path(run_dir, r));
+    view.push_back(learners.back().get());
+  }
+  std::string config;
+  {
+    std::ifstream in(run_dir + "/config.toml");
+    config.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::ostringstream meta;
+  meta << "{\n  \"format\": \"marlsched-policy\",\n  \"format_version\": 1,\n"
+       << "  \"marlsched_version\": " << json(MARLSCHED_VERSION) << ",\n"
+       << "  \"git_revision\": " << json(MARLSCHED_GIT_REVISION) << ",\n"
+       << "  \"env\": " << json(spec.name) << ",\n  \"algo\": " << json(cmd.run.algo) << ",\n"
+       << "  \"num_agents\": " << n << ",\n  \"obs_dim\": " << spec.obs_dim() << ",\n"
+       << "  \"obs_fields\": " << json(spec.obs_fields) << ",\n"
+       << "  \"num_public_obs_fields\": " << spec.num_public << ",\n"
+       << "  \"action_names\": " << json(spec.action_names) << ",\n"
+       << "  \"shared_actor\": " << (cmd.learners.mappo.share_actor ? "true" : "false") << ",\n"
+       << "  \"critic\": " << (with_critic ? "true" : "false") << ",\n"
+       << "  \"input\": "
+       << json(
+              "obs: float32 [num_agents, obs_dim] or [batch, num_agents, obs_dim], the raw "
+              "observations of every agent in obs_fields order (an agent needs its own and the "
+              "first num_public_obs_fields of every site); agent: int, 0 <= agent < num_agents")
+       << ",\n  \"output\": "
+       << json(
+              "forward(obs, agent, deterministic=False) -> (probs [.., num_actions], action); "
+              "probs(obs, agent); value(obs, agent) when critic is true")
+       << ",\n  \"trained_ranks\": " << ranks << ",\n  \"agents_per_rank\": " << k << ",\n"
+       << "  \"config\": " << json(config) << "\n}\n";
+  Mappo::export_torchscript(view, out + ".tmp", meta.str(), with_critic);
+  std::filesystem::rename(out + ".tmp", out);
+  std::cout << "exported " << (cmd.learners.mappo.share_actor ? "the shared actor" : "every actor")
+            << (with_critic ? " and the critic" : "") << " of " << n << " agents to " << out
+            << std::endl;
+}
+
 struct Prepared {
   std::unique_ptr<EnvFactory> factory;
 };
@@ -305,6 +400,17 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   gen->add_option("--days", gen_days, "days of hourly trace per zone")->capture_default_str();
   gen->add_option("--tasks", gen_tasks, "rows of the sample pai_task_table")->capture_default_str();
   auto* list = app.add_subcommand("list", "list environments, learners and baselines");
+  auto* exp = app.add_subcommand(
+      "export",
+      "write a trained run's policy as TorchScript (loads in PyTorch and libtorch), with its "
+      "metadata");
+  std::string export_run, export_out;
+  bool export_critic = false;
+  exp->add_option("run_dir", export_run, "the trained run directory")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  exp->add_option("--out", export_out, "output file (default RUN_DIR/policy.pt)");
+  exp->add_flag("--critic", export_critic, "include the centralized critic (method value)");
   Command slurm_cmd;
   slurm_cmd.bind(app.add_subcommand(
       "slurm",
@@ -321,6 +427,17 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     return app.exit(e, sink, sink);
   }
 
+  if (exp->parsed()) {  // a serial command: rank 0 alone reads every rank's model
+    if (!root) return 0;
+    try {
+      export_policy(export_run, export_out.empty() ? export_run + "/policy.pt" : export_out,
+                    export_critic);
+      return 0;
+    } catch (const std::exception& e) {
+      report_error(std::string("marlsched: error: ") + e.what());
+      return 2;
+    }
+  }
   if (slurm_cmd.app->parsed()) {  // a serial command: rank 0 alone writes and submits
     if (!root) return 0;
     try {

@@ -1,5 +1,6 @@
 #include "agents/mappo/mappo.hpp"
 
+#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -469,6 +470,113 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   m.done.clear();
   m.steps = 0;
   return st;
+}
+
+namespace {
+
+/// Registers an MLP's weights on `mod` as `prefix_fcI_weight` ... and returns TorchScript lines
+/// that compute it from the variable `x` into `out` (indented by `indent`).
+std::string script_mlp(torch::jit::Module& mod, const std::string& prefix, const Mlp& net,
+                       const std::string& indent) {
+  std::ostringstream code;
+  auto param = [&](const std::string& name, const torch::Tensor& t) {
+    mod.register_parameter(prefix + name, t.detach().clone(), false);
+    return "self." + prefix + name;
+  };
+  code << indent << "h = x\n";
+  for (std::size_t i = 0; i < net->layers.size(); ++i) {
+    const std::string l = "_fc" + std::to_string(i);
+    const auto w = param(l + "_weight", net->layers[i]->weight);
+    const auto b = param(l + "_bias", net->layers[i]->bias);
+    code << indent << "h = torch.tanh(torch.addmm(" << b << ", h, " << w << ".t()))\n";
+  }
+  const auto w = param("_head_weight", net->head->weight);
+  const auto b = param("_head_bias", net->head->bias);
+  code << indent << "out = torch.addmm(" << b << ", h, " << w << ".t())\n";
+  return code.str();
+}
+
+}  // namespace
+
+void Mappo::export_torchscript(const std::vector<const Mappo*>& ranks, const std::string& path,
+                               const std::string& metadata, bool with_critic) {
+  MARLSCHED_CHECK(!ranks.empty(), "no learner to export");
+  const Impl& m0 = *ranks.front()->impl_;
+  torch::jit::Module mod("marlsched_policy");
+  mod.register_attribute("num_agents", c10::IntType::get(), m0.n);
+  mod.register_attribute("obs_dim", c10::IntType::get(), m0.d);
+  mod.register_attribute("num_public", c10::IntType::get(), m0.pub);
+  mod.register_attribute("num_actions", c10::IntType::get(), m0.na);
+  mod.register_attribute("metadata", c10::StringType::get(), metadata);
+
+  std::ostringstream src;
+  src << R"(
+def actor_input(self, obs: Tensor, agent: int) -> Tensor:
+    b = obs.size(0)
+    own = obs[:, agent, :]
+    pub = obs[:, :, 0:self.num_public].reshape(b, self.num_agents * self.num_public)
+    onehot = torch.zeros(b, self.num_agents, dtype=obs.dtype)
+    onehot[:, agent] = 1.0
+    return torch.cat([own, pub, onehot], 1)
+
+def logits(self, obs: Tensor, agent: int) -> Tensor:
+    assert agent >= 0 and agent < self.num_agents, "agent index out of range"
+    x = self.actor_input(obs, agent)
+)";
+  if (m0.cfg.share_actor) {
+    src << script_mlp(mod, "actor", m0.actors[0], "    ") << "    return out\n";
+  } else {
+    // One actor per agent, gathered from the ranks that trained them.
+    int agent = 0;
+    for (const Mappo* r : ranks)
+      for (const auto& net : r->impl_->actors) {
+        src << "    "
+            << (agent + 1 < m0.n ? "if agent == " + std::to_string(agent) + ":" : "if True:")
+            << "\n"
+            << script_mlp(mod, "actor" + std::to_string(agent), net, "        ")
+            << "        return out\n";
+        ++agent;
+      }
+    MARLSCHED_CHECK(agent == m0.n, "exported " << agent << " actors for " << m0.n << " agents");
+    src << "    return torch.zeros(0)\n";  // not reached: the last agent's branch always returns
+  }
+  src << R"(
+def probs(self, obs: Tensor, agent: int) -> Tensor:
+    single = obs.dim() == 2
+    x = obs.unsqueeze(0) if single else obs
+    p = torch.softmax(self.logits(x, agent), -1)
+    return p[0] if single else p
+
+def forward(self, obs: Tensor, agent: int, deterministic: bool = False) -> Tuple[Tensor, Tensor]:
+    p = self.probs(obs, agent)
+    if deterministic:
+        action = torch.argmax(p, -1)
+    else:
+        action = torch.multinomial(p.reshape(-1, self.num_actions), 1).reshape(p.shape[:-1])
+    return p, action
+)";
+  if (with_critic) {
+    mod.register_attribute("value_mean", c10::FloatType::get(),
+                           m0.cfg.value_norm ? m0.vnorm.mean : 0.0);
+    mod.register_attribute("value_std", c10::FloatType::get(),
+                           m0.cfg.value_norm ? m0.vnorm.std() : 1.0);
+    src << R"(
+def value(self, obs: Tensor, agent: int) -> Tensor:
+    assert agent >= 0 and agent < self.num_agents, "agent index out of range"
+    single = obs.dim() == 2
+    o = obs.unsqueeze(0) if single else obs
+    b = o.size(0)
+    onehot = torch.zeros(b, self.num_agents, dtype=o.dtype)
+    onehot[:, agent] = 1.0
+    x = torch.cat([o.reshape(b, self.num_agents * self.obs_dim), onehot], 1)
+)" << script_mlp(mod, "critic", m0.critic, "    ")
+        << R"(    v = out.squeeze(-1) * self.value_std + self.value_mean
+    return v[0] if single else v
+)";
+  }
+  mod.define(src.str());
+  mod.eval();
+  mod.save(path);
 }
 
 void Mappo::save(const std::string& path) const {

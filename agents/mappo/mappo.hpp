@@ -97,6 +97,19 @@ class Mappo final : public Policy {
   /// Digest of the shared parameters (critic and, when shared, actor).
   std::uint64_t shared_parameter_digest() const;
 
+  /// Writes the actors of every agent (and with `with_critic` the critic) as one TorchScript
+  /// module that PyTorch (`torch.jit.load`) and libtorch (`torch::jit::load`) load:
+  ///   forward(obs, agent: int, deterministic: bool = False) -> (probs, action)
+  ///   probs(obs, agent: int) -> probs;  value(obs, agent: int) -> V  (with the critic)
+  /// `obs` is the raw observations of every agent, [num_agents, obs_dim] or
+  /// [batch, num_agents, obs_dim]; the module assembles the actor's input (own observation,
+  /// every site's public fields, one-hot agent id) itself, exactly as training does, and the
+  /// critic's output is denormalised. `ranks` holds one learner per training rank (each with
+  /// its own agents' actors; rank 0's shared actor and critic). `metadata` (JSON) is stored as
+  /// the string attribute `metadata`.
+  static void export_torchscript(const std::vector<const Mappo*>& ranks, const std::string& path,
+                                 const std::string& metadata, bool with_critic);
+
   /// Action probabilities of local agent k for one copy's global observations (for tests).
   std::vector<float> action_probs(const GlobalObs& g, int local_agent) const;
   /// Number of floats in the shared parameter set (critic, and the actor when shared).

@@ -1,5 +1,10 @@
 // A user's program built against the installed library: one world of the geodc env on one
-// rank, driven by a heuristic baseline for one episode.
+// rank, driven by a heuristic baseline for one episode; then, given an exported policy
+// (`marlsched export`), it loads it with torch::jit::load and lets it choose the actions of
+// another episode.
+#include <torch/script.h>
+
+#include <cmath>
 #include <iostream>
 
 #include "agents/baselines/heuristics.hpp"
@@ -25,6 +30,30 @@ int main(int argc, char** argv) {
     world.step(actions);
     for (int a = 0; a < 4; ++a) total += world.reward(0, a);
   }
-  std::cout << "episode utility " << total << "\ndownstream ok" << std::endl;
-  return world.done(0) ? 0 : 1;
+  std::cout << "episode utility " << total << std::endl;
+  if (!world.done(0)) return 1;
+  if (argc > 1) {  // the exported policy decides every agent's action from raw observations
+    auto policy_module = torch::jit::load(argv[1]);
+    const int n = world.num_agents(), d = world.spec().obs_dim();
+    world.reset();
+    total = 0;
+    for (int t = 0; t < cfg.episode_slots; ++t) {
+      const GlobalObs g = world.obs(0);
+      auto obs = torch::from_blob(const_cast<float*>(g.data), {n, d}, torch::kFloat32);
+      actions.assign(static_cast<std::size_t>(n), 0);
+      for (int a = 0; a < n; ++a) {
+        auto out = policy_module.forward({obs, a, true}).toTuple();
+        const auto probs = out->elements()[0].toTensor();
+        if (std::abs(probs.sum().item<float>() - 1.f) > 1e-5) return 2;
+        actions[static_cast<std::size_t>(a)] =
+            static_cast<int>(out->elements()[1].toTensor().item<std::int64_t>());
+      }
+      world.step(actions);
+      for (int a = 0; a < n; ++a) total += world.reward(0, a);
+    }
+    std::cout << "exported policy (" << policy_module.attr("metadata").toStringRef().size()
+              << " bytes of metadata): episode utility " << total << std::endl;
+  }
+  std::cout << "downstream ok" << std::endl;
+  return 0;
 }

@@ -1,0 +1,138 @@
+// TorchScript export of MAPPO: the exported module gives the trainer's action probabilities and
+// critic values on the same raw observations (to 1e-6), in libtorch here and in PyTorch (Debian's
+// python3-torch, through tests/agents/check_export.py); separate actors trained on different
+// ranks are gathered into one module.
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <random>
+
+#include "agents/mappo/mappo.hpp"
+#include "test_util.hpp"
+
+using namespace marlsched;
+
+namespace {
+
+EnvSpec spec() {
+  EnvSpec s;
+  s.name = "export-test";
+  s.obs_fields = {"a", "b", "c", "d", "e"};
+  s.num_public = 2;
+  s.action_names = {"x", "y", "z", "w"};
+  s.reward_components = {"r"};
+  s.episode_length = 8;
+  return s;
+}
+
+struct Case {
+  int agent;
+  std::vector<float> obs, probs;
+  float value;
+};
+
+/// Expected outputs from the learners that own each agent: `owners[a]` = (learner, local index).
+std::vector<Case> expected(const std::vector<std::pair<Mappo*, int>>& owners, int n, int d, int k,
+                           int cases, std::uint64_t seed) {
+  std::mt19937 gen(static_cast<unsigned>(seed));
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  std::vector<Case> out;
+  for (int i = 0; i < cases; ++i) {
+    Case c;
+    c.agent = i % n;
+    for (int j = 0; j < n * d; ++j) c.obs.push_back(u(gen));
+    auto [learner, local] = owners[static_cast<std::size_t>(c.agent)];
+    const GlobalObs g{c.obs.data(), n, d};
+    c.probs = learner->action_probs(g, local);
+    // The critic's value from a training-mode act() on this one observation.
+    PolicyInput in;
+    in.copies = 1;
+    in.num_agents = n;
+    in.global = {g};
+    in.episode_step = {0};
+    in.local_agents = k;
+    std::vector<int> actions;
+    learner->set_training(true);
+    learner->act(in, actions);
+    c.value = learner->last_values()[static_cast<std::size_t>(local)];
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+void check_in_libtorch(const std::string& path, const std::vector<Case>& cases, int n, int d) {
+  auto m = torch::jit::load(path);
+  for (const auto& c : cases) {
+    auto obs = torch::from_blob(const_cast<float*>(c.obs.data()), {n, d}, torch::kFloat32);
+    auto p = m.get_method("probs")({obs, c.agent}).toTensor();
+    ASSERT_EQ(p.numel(), static_cast<std::int64_t>(c.probs.size()));
+    for (std::size_t j = 0; j < c.probs.size(); ++j)
+      EXPECT_NEAR(p[static_cast<std::int64_t>(j)].item<float>(), c.probs[j], 1e-6)
+          << "agent " << c.agent;
+    const float v = m.get_method("value")({obs, c.agent}).toTensor().item<float>();
+    EXPECT_NEAR(v, c.value, 1e-5 * std::max(1.f, std::abs(c.value))) << "agent " << c.agent;
+    auto out = m.forward({obs, c.agent, true}).toTuple();
+    const auto greedy = out->elements()[1].toTensor().item<std::int64_t>();
+    EXPECT_EQ(greedy, std::max_element(c.probs.begin(), c.probs.end()) - c.probs.begin());
+  }
+}
+
+void check_in_python(const std::string& path, const std::vector<Case>& cases, int n, int d,
+                     const std::string& dir) {
+  const char* src = std::getenv("MARLSCHED_SOURCE_DIR");
+  ASSERT_NE(src, nullptr) << "MARLSCHED_SOURCE_DIR is not set";
+  const std::string data = dir + "/cases.txt";
+  {
+    std::ofstream f(data);
+    f << std::setprecision(9) << n << ' ' << d << ' ' << cases.size() << '\n';
+    for (const auto& c : cases) {
+      f << c.agent;
+      for (float x : c.obs) f << ' ' << x;
+      f << '\n';
+      for (float x : c.probs) f << x << ' ';
+      f << c.value << '\n';
+    }
+  }
+  const std::string cmd =
+      "/usr/bin/python3 " + std::string(src) + "/tests/agents/check_export.py " + path + " " + data;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+}  // namespace
+
+TEST(Export, SharedActorMatchesTheTrainerInLibtorchAndPyTorch) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  MappoConfig cfg;
+  cfg.actor_hidden = {16, 8};
+  cfg.critic_hidden = {12};
+  const int n = 3, d = 5;
+  Mappo m(cfg, spec(), self, n, 0, n, 1, 11);
+  const auto dir = test::temp_dir("export-shared");
+  const std::string path = dir + "/policy.pt";
+  Mappo::export_torchscript({&m}, path, R"({"format": "marlsched-policy"})", true);
+  const auto cases = expected({{&m, 0}, {&m, 1}, {&m, 2}}, n, d, n, 9, 5);
+  check_in_libtorch(path, cases, n, d);
+  check_in_python(path, cases, n, d, dir);
+}
+
+TEST(Export, SeparateActorsFromSeveralRanksAreGathered) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  MappoConfig cfg;
+  cfg.share_actor = false;
+  cfg.actor_hidden = {8};
+  cfg.critic_hidden = {8};
+  const int n = 4, d = 5, k = 2;
+  // Two "ranks" of a 2 x 2 layout, as `marlsched export` loads them from a run directory.
+  Mappo r0(cfg, spec(), self, n, 0, k, 1, 3), r1(cfg, spec(), self, n, 2, k, 1, 3);
+  const auto dir = test::temp_dir("export-separate");
+  const std::string path = dir + "/policy.pt";
+  Mappo::export_torchscript({&r0, &r1}, path, "{}", true);
+  const auto cases = expected({{&r0, 0}, {&r0, 1}, {&r1, 0}, {&r1, 1}}, n, d, k, 8, 6);
+  // The four actors differ (distinct initialisation per agent), so a mix-up would show.
+  EXPECT_NE(cases[0].probs, cases[1].probs);
+  check_in_libtorch(path, cases, n, d);
+  check_in_python(path, cases, n, d, dir);
+}
