@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agents/baselines/heuristics.hpp"
+#include "agents/exported/torchscript_policy.hpp"
 #include "agents/registry.hpp"
 #include "core/csv.hpp"
 #include "core/error.hpp"
@@ -375,14 +376,22 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       "fresh (for requeued batch jobs: the same command line works every time)");
   eval_cmd.bind(app.add_subcommand(
       "eval",
-      "evaluate a trained run's policy against every heuristic baseline on held-out seeds"));
-  std::string eval_run_dir, eval_out;
+      "evaluate a trained policy (a run, a checkpoint or an exported file) against every "
+      "heuristic baseline on held-out seeds; env options choose other traces"));
+  std::string eval_run_dir, eval_ckpt, eval_policy, eval_out, eval_config_tmp;
   std::vector<std::string> eval_baselines = heuristic_names();
   bool greedy = false;
   eval_cmd.app->add_option("--model", eval_run_dir, "run directory holding the trained model")
       ->check(CLI::ExistingDirectory);
+  eval_cmd.app->add_option("--checkpoint", eval_ckpt, "a checkpoint directory of a trained run")
+      ->check(CLI::ExistingDirectory);
+  eval_cmd.app
+      ->add_option("--policy", eval_policy,
+                   "a policy written by `marlsched export` (any rank count)")
+      ->check(CLI::ExistingFile);
   eval_cmd.app->add_option("--out", eval_out,
-                           "where to write eval.csv and eval.md (default: the model's run dir)");
+                           "where to write eval.csv and eval.md (default: the model's run dir, "
+                           "the checkpoint or the policy file's directory)");
   eval_cmd.app->add_option("--baselines", eval_baselines, "heuristics to compare against")
       ->delimiter(',');
   eval_cmd.app->add_flag("--greedy", greedy, "take the most probable action instead of sampling");
@@ -479,9 +488,43 @@ int run(int argc, char** argv, const dist::Comm& comm) {
           "--resume: '" << resume_dir << "' has no config.toml (not a run directory)");
       train_cmd.config_path = resume_dir + "/config.toml";
     }
-    if (cmd != nullptr && cmd == &eval_cmd && eval_cmd.config_path.empty() &&
-        !eval_run_dir.empty() && std::filesystem::exists(eval_run_dir + "/config.toml"))
-      eval_cmd.config_path = eval_run_dir + "/config.toml";
+    if (cmd == &eval_cmd) {
+      MARLSCHED_REQUIRE(
+          (!eval_run_dir.empty()) + (!eval_ckpt.empty()) + (!eval_policy.empty()) == 1,
+          "eval needs exactly one of --model RUN_DIR, --checkpoint DIR, --policy FILE");
+      // The training configuration, unless --config gives one: the run's, the checkpoint's run's,
+      // or the one stored in the exported policy.
+      if (eval_cmd.config_path.empty()) {
+        const std::string run_dir = !eval_run_dir.empty() ? eval_run_dir
+                                    : !eval_ckpt.empty()
+                                        ? (std::filesystem::path(eval_ckpt) / "../..").string()
+                                        : "";
+        if (!run_dir.empty() && std::filesystem::exists(run_dir + "/config.toml")) {
+          eval_cmd.config_path = run_dir + "/config.toml";
+        } else if (!eval_policy.empty()) {
+          const auto config = json_string_field(exported_policy_metadata(eval_policy), "config");
+          MARLSCHED_REQUIRE(!config.empty(),
+                            "'" << eval_policy << "' carries no training config: give --config");
+          eval_config_tmp = (std::filesystem::temp_directory_path() /
+                             ("marlsched-eval-" + std::to_string(::getpid()) + ".toml"))
+                                .string();
+          write_file_atomic(eval_config_tmp, config);
+          eval_cmd.config_path = eval_config_tmp;
+        }
+      }
+      // An exported policy holds every agent: spread them over this job's ranks unless told.
+      auto* apr = eval_cmd.app->get_option("--agents-per-rank");
+      if (!eval_policy.empty() && apr->count() == 0) {
+        const auto meta = exported_policy_metadata(eval_policy);
+        const auto pos = meta.find("\"num_agents\": ");
+        const int n = pos == std::string::npos ? 0 : std::atoi(meta.c_str() + pos + 14);
+        MARLSCHED_REQUIRE(n > 0 && n % comm.size() == 0, "'" << eval_policy << "' holds " << n
+                                                             << " agents, which " << comm.size()
+                                                             << " ranks do not divide");
+        apr->add_result(std::to_string(n / comm.size()));
+        apr->run_callback();
+      }
+    }
     if (cmd != nullptr) {
       if (cmd->print_config) {  // resolved values only: validation needs the real rank count
         if (!cmd->config_path.empty()) apply_config_file(cmd->app, *cmd->binder, cmd->config_path);
@@ -507,12 +550,17 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       set_torch_threads(cmd->run.threads);
     }
     if (cmd == &eval_cmd) {
-      MARLSCHED_REQUIRE(!eval_run_dir.empty(), "eval needs --model RUN_DIR (a trained run)");
-      const std::string mp = model_path(eval_run_dir, comm.rank());
-      MARLSCHED_REQUIRE(std::filesystem::exists(mp), "no model for rank "
-                                                         << comm.rank() << " in '" << eval_run_dir
-                                                         << "' (" << mp << "): was it trained with "
-                                                         << comm.size() << " ranks?");
+      if (!eval_config_tmp.empty()) std::filesystem::remove(eval_config_tmp);
+      if (!eval_policy.empty()) {  // loads, and was trained for this many agents
+        load_exported_policy(eval_policy, eval_cmd.run.agents_per_rank * comm.size(), true, 0);
+      } else {
+        const std::string mp = eval_run_dir.empty() ? eval_ckpt + "/" + ckpt_model_file(comm.rank())
+                                                    : model_path(eval_run_dir, comm.rank());
+        MARLSCHED_REQUIRE(std::filesystem::exists(mp), "no model for rank "
+                                                           << comm.rank() << " (" << mp
+                                                           << "): was it trained with "
+                                                           << comm.size() << " ranks?");
+      }
       for (const auto& b : eval_baselines) make_heuristic(b, prep.factory->spec(), 0, 0);
     }
     if (cmd == &base_cmd)
@@ -543,17 +591,25 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       if (summary.stop_signal != 0) return kExitRequeue;
       // A stop signal during the last iteration: training is complete, evaluation is skipped.
       if (train_cmd.run.eval_after && comm.allreduce_max(stop_requested()) == 0)
-        evaluate_all(train_cmd.run, train_cmd.learners, *prep.factory, comm, train_cmd.run.run_dir,
-                     heuristic_names(), false, train_cmd.run.run_dir);
+        evaluate_all(train_cmd.run, train_cmd.learners, *prep.factory, comm,
+                     LearnedPolicy{train_cmd.run.run_dir, "", ""}, heuristic_names(), false,
+                     train_cmd.run.run_dir);
       return summary.parameters_identical ? 0 : 3;
     }
     if (cmd == &eval_cmd) {
-      evaluate_all(eval_cmd.run, eval_cmd.learners, *prep.factory, comm, eval_run_dir,
-                   eval_baselines, greedy, eval_out.empty() ? eval_run_dir : eval_out);
+      LearnedPolicy learned{eval_run_dir, eval_ckpt, eval_policy};
+      const std::string out = !eval_out.empty() ? eval_out
+                              : !eval_policy.empty()
+                                  ? std::filesystem::path(eval_policy).parent_path().string()
+                              : !eval_ckpt.empty() ? eval_ckpt
+                                                   : eval_run_dir;
+      evaluate_all(eval_cmd.run, eval_cmd.learners, *prep.factory, comm, learned, eval_baselines,
+                   greedy, out.empty() ? "." : out);
       return 0;
     }
     if (cmd == &base_cmd) {
-      evaluate_all(base_cmd.run, base_cmd.learners, *prep.factory, comm, "", base_list, false, "");
+      evaluate_all(base_cmd.run, base_cmd.learners, *prep.factory, comm, LearnedPolicy{}, base_list,
+                   false, "");
       return 0;
     }
     if (gen->parsed()) {

@@ -15,7 +15,9 @@
 #include <sstream>
 
 #include "agents/baselines/heuristics.hpp"
+#include "agents/exported/torchscript_policy.hpp"
 #include "core/error.hpp"
+#include "core/rng.hpp"
 #include "core/serialize.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
@@ -461,7 +463,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
 }
 
 void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
-                  const dist::Comm& comm, const std::string& model_run_dir,
+                  const dist::Comm& comm, const LearnedPolicy& learned,
                   const std::vector<std::string>& baselines, bool deterministic,
                   const std::string& out_dir) {
   const auto& spec = factory.spec();
@@ -472,10 +474,17 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
   es.seed = run.eval_seed;
   std::vector<EvalRow> rows;
   const int n = run.agents_per_rank * comm.size();
-  if (!model_run_dir.empty()) {
+  if (!learned.exported.empty()) {
+    auto p = load_exported_policy(
+        learned.exported, n, deterministic,
+        derive_seed(run.eval_seed, {0xE4, static_cast<std::uint64_t>(comm.rank())}));
+    rows.push_back(evaluate(*p, factory, comm, es));
+    rows.back().policy = p->name();
+  } else if (!learned.empty()) {
     auto agent = make_learner(run.algo, learners, spec, comm, n, run.agents_per_rank * comm.rank(),
                               run.agents_per_rank, run.envs_per_rank, run.seed);
-    agent->load(model_path(model_run_dir, comm.rank()));
+    agent->load(learned.run_dir.empty() ? learned.checkpoint + "/" + ckpt_model_file(comm.rank())
+                                        : model_path(learned.run_dir, comm.rank()));
     agent->set_training(false);
     agent->set_deterministic(deterministic);
     rows.push_back(evaluate(*agent, factory, comm, es));

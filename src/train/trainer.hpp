@@ -91,10 +91,18 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
 /// Path of a rank's model file in a run directory.
 std::string model_path(const std::string& run_dir, int rank);
 
-/// Compares the policy saved in `run_dir` (if any) with every heuristic baseline on held-out
-/// seeds; prints the table on rank 0 and writes eval.csv and eval.md into `out_dir`.
+/// Where the learned policy of an evaluation comes from (at most one is set).
+struct LearnedPolicy {
+  std::string run_dir;     ///< a trained run: RUN_DIR/model-rank-R.pt (same rank layout)
+  std::string checkpoint;  ///< a checkpoint directory: CKPT/rank-R.pt (same rank layout)
+  std::string exported;    ///< a policy written by `marlsched export` (any rank layout)
+  bool empty() const { return run_dir.empty() && checkpoint.empty() && exported.empty(); }
+};
+
+/// Compares the learned policy (if any) with every heuristic baseline on held-out seeds; prints
+/// the table on rank 0 and writes eval.csv and eval.md into `out_dir`.
 void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
-                  const dist::Comm& comm, const std::string& model_run_dir,
+                  const dist::Comm& comm, const LearnedPolicy& learned,
                   const std::vector<std::string>& baselines, bool deterministic,
                   const std::string& out_dir);
 

@@ -1,0 +1,106 @@
+#include "agents/exported/torchscript_policy.hpp"
+
+#include <torch/script.h>
+
+#include <filesystem>
+
+#include "core/error.hpp"
+
+namespace marlsched {
+
+namespace {
+
+torch::jit::Module load_module(const std::string& path) {
+  if (!std::filesystem::exists(path))
+    MARLSCHED_THROW(InputError, "exported policy '" << path << "' does not exist");
+  try {
+    return torch::jit::load(path);
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    MARLSCHED_THROW(InputError, "cannot load exported policy '"
+                                    << path << "' (damaged or not TorchScript): "
+                                    << what.substr(0, what.find('\n')));
+  }
+}
+
+class ExportedPolicy final : public Policy {
+ public:
+  ExportedPolicy(torch::jit::Module m, std::string name, bool deterministic, std::uint64_t seed)
+      : m_(std::move(m)),
+        name_(std::move(name)),
+        deterministic_(deterministic),
+        gen_(at::detail::createCPUGenerator(seed)) {}
+  std::string name() const override { return name_; }
+  void act(const PolicyInput& in, std::vector<int>& actions) override {
+    torch::NoGradGuard g;
+    actions.resize(static_cast<std::size_t>(in.copies * in.local_agents));
+    auto method = m_.get_method("probs");
+    for (int c = 0; c < in.copies; ++c) {
+      const GlobalObs& o = in.global[static_cast<std::size_t>(c)];
+      auto obs =
+          torch::from_blob(const_cast<float*>(o.data), {o.num_agents, o.obs_dim}, torch::kFloat32);
+      for (int k = 0; k < in.local_agents; ++k) {
+        auto p = method({obs, in.first_agent + k}).toTensor();
+        const auto a = deterministic_ ? p.argmax(-1) : at::multinomial(p, 1, false, gen_);
+        actions[static_cast<std::size_t>(c * in.local_agents + k)] =
+            static_cast<int>(a.item<std::int64_t>());
+      }
+    }
+  }
+
+ private:
+  torch::jit::Module m_;
+  std::string name_;
+  bool deterministic_;
+  at::Generator gen_;
+};
+
+}  // namespace
+
+std::string json_string_field(const std::string& json, const std::string& key) {
+  const std::string pat = "\"" + key + "\": \"";
+  auto pos = json.find(pat);
+  if (pos == std::string::npos) return {};
+  std::string out;
+  for (pos += pat.size(); pos < json.size() && json[pos] != '"'; ++pos) {
+    if (json[pos] != '\\' || pos + 1 >= json.size()) {
+      out += json[pos];
+      continue;
+    }
+    const char c = json[++pos];
+    if (c == 'n') {
+      out += '\n';
+    } else if (c == 'u' && pos + 4 < json.size()) {
+      out += static_cast<char>(std::stoi(json.substr(pos + 1, 4), nullptr, 16));
+      pos += 4;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string exported_policy_metadata(const std::string& path) {
+  auto m = load_module(path);
+  if (!m.hasattr("metadata") || !m.attr("metadata").isString())
+    MARLSCHED_THROW(InputError, "'" << path << "' is TorchScript but not a marlsched policy "
+                                    << "(no metadata attribute)");
+  return m.attr("metadata").toStringRef();
+}
+
+std::unique_ptr<Policy> load_exported_policy(const std::string& path, int num_agents,
+                                             bool deterministic, std::uint64_t seed) {
+  auto m = load_module(path);
+  if (!m.hasattr("metadata") || !m.hasattr("num_agents") || !m.find_method("probs"))
+    MARLSCHED_THROW(InputError, "'" << path << "' is TorchScript but not a marlsched policy");
+  const auto n = m.attr("num_agents").toInt();
+  if (n != num_agents)
+    MARLSCHED_THROW(InputError, "exported policy '" << path << "' was trained for " << n
+                                                    << " agents; this run has " << num_agents);
+  m.eval();
+  const std::string file = std::filesystem::path(path).filename().string();
+  return std::make_unique<ExportedPolicy>(std::move(m), file + (deterministic ? " (greedy)" : ""),
+                                          deterministic, seed);
+}
+
+}  // namespace marlsched
