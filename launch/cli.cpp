@@ -26,6 +26,7 @@
 #include "geodc/traces.hpp"
 #include "geodc/workload.hpp"
 #include "io/trajectory.hpp"
+#include "report.hpp"
 #include "slurm.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
@@ -420,6 +421,14 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       ->check(CLI::ExistingDirectory);
   exp->add_option("--out", export_out, "output file (default RUN_DIR/policy.pt)");
   exp->add_flag("--critic", export_critic, "include the centralized critic (method value)");
+  auto* rep = app.add_subcommand(
+      "report",
+      "draw a run's training curves and evaluation comparison as SVG (training.svg, "
+      "eval.svg in the run directory)");
+  std::string report_run;
+  rep->add_option("run_dir", report_run, "the run directory")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   Command slurm_cmd;
   slurm_cmd.bind(app.add_subcommand(
       "slurm",
@@ -441,6 +450,17 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     try {
       export_policy(export_run, export_out.empty() ? export_run + "/policy.pt" : export_out,
                     export_critic);
+      return 0;
+    } catch (const std::exception& e) {
+      report_error(std::string("marlsched: error: ") + e.what());
+      return 2;
+    }
+  }
+  if (rep->parsed()) {
+    if (!root) return 0;
+    try {
+      for (const auto& f : write_report(report_run, heuristic_names()))
+        std::cout << "wrote " << f << "\n";
       return 0;
     } catch (const std::exception& e) {
       report_error(std::string("marlsched: error: ") + e.what());

@@ -37,11 +37,11 @@ std::uint64_t file_hash(const std::string& path, std::uint64_t* size) {
 }
 
 std::string config_fingerprint(const std::string& toml) {
-  static const char* mutable_keys[] = {"iterations",  "run-dir",          "quiet",
-                                       "eval-after",  "eval-episodes",    "eval-seed",
-                                       "check-every", "checkpoint-every", "keep-checkpoints",
-                                       "traj-every",  "traj-fields",      "traj-compression",
-                                       "traj-level",  "traj-chunk-steps", "traj-shuffle"};
+  static const char* mutable_keys[] = {
+      "iterations",       "run-dir",          "quiet",        "eval-after",
+      "eval-episodes",    "eval-seed",        "check-every",  "checkpoint-every",
+      "keep-checkpoints", "traj-every",       "traj-fields",  "traj-compression",
+      "traj-level",       "traj-chunk-steps", "traj-shuffle", "tensorboard"};
   std::uint64_t h = 1469598103934665603ULL;
   std::istringstream in(toml);
   for (std::string line; std::getline(in, line);) {

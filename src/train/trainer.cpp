@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/serialize.hpp"
+#include "io/tensorboard.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
 #include "train/world.hpp"
@@ -40,6 +41,8 @@ void RunConfig::bind(OptionBinder& b) {
   b.add("check-every", check_every, "iterations between cross-rank parameter identity checks");
   b.add("threads", threads, "torch intra-op threads per rank");
   b.add("quiet", quiet, "no per-iteration progress lines");
+  b.add("tensorboard", tensorboard,
+        "write training curves as TensorBoard event files into RUN_DIR/tb");
   b.add("checkpoint-every", checkpoint_every, "iterations between checkpoints (0: none)");
   b.add("keep-checkpoints", keep_checkpoints, "how many recent checkpoints to keep");
   traj.bind(b);
@@ -227,6 +230,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   ts.episode_steps.resize(static_cast<std::size_t>(e));
 
   std::ofstream metrics, timing;
+  std::unique_ptr<TensorBoardWriter> tb;
   if (root) {
     const bool resuming = !resume_from.empty();
     if (resuming) {
@@ -246,6 +250,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       timing << "iteration,wall_s,env_s,exchange_s,gather_s,act_s,update_s,allreduce_s,log_s\n";
     }
     metrics << std::setprecision(9);
+    if (run.tensorboard) tb = std::make_unique<TensorBoardWriter>(run.run_dir + "/tb");
     if (resuming)
       std::cout << "resuming from " << resume_from << " at iteration " << start_iteration
                 << std::endl;
@@ -379,6 +384,26 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
               << us.approx_kl << ',' << us.clip_frac << ',' << us.grad_norm_actor << ','
               << us.grad_norm_critic << '\n';
       metrics.flush();
+      if (tb) {
+        std::vector<std::pair<std::string, float>> sc = {
+            {"reward/system_per_slot", static_cast<float>(sys_reward / slots)}};
+        if (episodes > 0)
+          sc.emplace_back("reward/episode_return", static_cast<float>(finished_returns / episodes));
+        for (int i = 0; i < nc; ++i)
+          sc.emplace_back(
+              "reward/" + spec.reward_components[static_cast<std::size_t>(i)] + "_per_slot",
+              static_cast<float>(comp[static_cast<std::size_t>(i)] / slots));
+        sc.insert(sc.end(), {{"loss/policy", static_cast<float>(us.policy_loss)},
+                             {"loss/value", static_cast<float>(us.value_loss)},
+                             {"policy/entropy", static_cast<float>(us.entropy)},
+                             {"policy/approx_kl", static_cast<float>(us.approx_kl)},
+                             {"policy/clip_frac", static_cast<float>(us.clip_frac)},
+                             {"grad_norm/actor", static_cast<float>(us.grad_norm_actor)},
+                             {"grad_norm/critic", static_cast<float>(us.grad_norm_critic)},
+                             {"perf/env_steps_per_s", static_cast<float>(sps)},
+                             {"perf/iteration_s", static_cast<float>(now() - it0)}});
+        tb->scalars(env_steps, sc);
+      }
       const StepTimes& w = world.times();
       timing << it << ',' << now() - it0 << ',' << w.env - before.env << ','
              << w.exchange - before.exchange << ',' << w.gather - before.gather << ',' << t_act

@@ -37,7 +37,8 @@ struct RunConfig {
   int checkpoint_every = 0;  ///< iterations between checkpoints (0: none)
   int keep_checkpoints = 3;
   bool quiet = false;
-  TrajConfig traj;  ///< HDF5 trajectory logging
+  bool tensorboard = true;  ///< TensorBoard event files in run_dir/tb
+  TrajConfig traj;          ///< HDF5 trajectory logging
 
   void bind(OptionBinder& b);
   void validate() const;

@@ -1,0 +1,325 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "train/checkpoint.hpp"
+
+namespace marlsched::cli {
+
+namespace {
+
+/// A CSV file with a header row; numbers parsed, text kept ("nan" is NaN).
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  int col(const std::string& name) const {
+    const auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+  }
+  double num(std::size_t r, int c) const {
+    const std::string& s = rows[r][static_cast<std::size_t>(c)];
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    return end == s.c_str() ? std::numeric_limits<double>::quiet_NaN() : v;
+  }
+};
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, ',')) out.push_back(cell);
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+Table read_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) MARLSCHED_THROW(InputError, "cannot read '" << path << "'");
+  Table t;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    auto cells = split(line);
+    if (t.header.empty()) {
+      t.header = std::move(cells);
+      continue;
+    }
+    if (cells.size() != t.header.size())
+      MARLSCHED_THROW(InputError, path << ":" << lineno << ": " << cells.size() << " fields, the "
+                                       << "header has " << t.header.size());
+    t.rows.push_back(std::move(cells));
+  }
+  if (t.header.empty()) MARLSCHED_THROW(InputError, path << " is empty");
+  return t;
+}
+
+std::string fmt(double v) {
+  char buf[32];
+  if (std::abs(v) >= 1e6 && v == std::round(v / 1e5) * 1e5) {
+    std::snprintf(buf, sizeof buf, "%gM", v / 1e6);
+  } else if (std::abs(v) >= 1e3 && v == std::round(v / 100) * 100) {
+    std::snprintf(buf, sizeof buf, "%gk", v / 1e3);
+  } else if (v != 0 && (std::abs(v) >= 1e5 || std::abs(v) < 1e-3))
+    std::snprintf(buf, sizeof buf, "%.2g", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else
+      o += c;
+  }
+  return o;
+}
+
+/// About five round tick values covering [lo, hi].
+std::vector<double> ticks(double lo, double hi) {
+  const double span = hi - lo;
+  const double raw = span / 5;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double norm = raw / mag;
+  const double step = (norm < 1.5 ? 1 : norm < 3.5 ? 2 : norm < 7.5 ? 5 : 10) * mag;
+  std::vector<double> t;
+  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step)
+    t.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);
+  return t;
+}
+
+/// A padded [lo, hi] of the finite values (and of `include`, e.g. zero for bars).
+std::pair<double, double> range_of(const std::vector<double>& v, bool include_zero) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (double x : v)
+    if (std::isfinite(x)) {
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+    }
+  if (!std::isfinite(lo)) return {0, 1};
+  if (include_zero) {
+    lo = std::min(lo, 0.0);
+    hi = std::max(hi, 0.0);
+  }
+  if (hi - lo < 1e-12) {
+    lo -= 1;
+    hi += 1;
+  }
+  const double pad = 0.05 * (hi - lo);
+  return {include_zero && lo == 0 ? 0 : lo - pad, include_zero && hi == 0 ? 0 : hi + pad};
+}
+
+constexpr int kPanelW = 470, kPanelH = 250, kCols = 2;
+constexpr int kLeft = 70, kRight = 15, kTop = 30, kBottom = 45;
+const char* kBlue = "#1f77b4";
+const char* kOrange = "#ff7f0e";
+const char* kGrey = "#7f7f7f";
+
+/// One line-chart panel at (ox, oy): y against x.
+void line_panel(std::ostringstream& s, int ox, int oy, const std::string& title,
+                const std::vector<double>& x, const std::vector<double>& y) {
+  const double pw = kPanelW - kLeft - kRight, ph = kPanelH - kTop - kBottom;
+  const auto [x0, x1] = range_of(x, false);
+  const auto [y0, y1] = range_of(y, false);
+  auto px = [&](double v) { return ox + kLeft + (v - x0) / (x1 - x0) * pw; };
+  auto py = [&](double v) { return oy + kTop + ph - (v - y0) / (y1 - y0) * ph; };
+  s << "<text x='" << ox + kPanelW / 2 << "' y='" << oy + 18
+    << "' text-anchor='middle' font-size='14' font-weight='bold'>" << esc(title) << "</text>\n";
+  s << "<rect x='" << ox + kLeft << "' y='" << oy + kTop << "' width='" << pw << "' height='" << ph
+    << "' fill='none' stroke='#333'/>\n";
+  for (double t : ticks(y0, y1)) {
+    s << "<line x1='" << ox + kLeft << "' x2='" << ox + kLeft + pw << "' y1='" << py(t) << "' y2='"
+      << py(t) << "' stroke='#ddd'/>\n"
+      << "<text x='" << ox + kLeft - 5 << "' y='" << py(t) + 4
+      << "' text-anchor='end' font-size='11'>" << fmt(t) << "</text>\n";
+  }
+  for (double t : ticks(x0, x1))
+    s << "<text x='" << px(t) << "' y='" << oy + kTop + ph + 16
+      << "' text-anchor='middle' font-size='11'>" << fmt(t) << "</text>\n";
+  s << "<text x='" << ox + kLeft + pw / 2 << "' y='" << oy + kPanelH - 8
+    << "' text-anchor='middle' font-size='12'>env steps</text>\n";
+  // The line, broken where a value is missing (e.g. no episode ended in an iteration).
+  std::string pts;
+  auto flush = [&] {
+    if (!pts.empty())
+      s << "<polyline fill='none' stroke='" << kBlue << "' stroke-width='1.6' points='" << pts
+        << "'/>\n";
+    pts.clear();
+  };
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(y[i])) {
+      flush();
+      continue;
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f,%.1f ", px(x[i]), py(y[i]));
+    pts += buf;
+  }
+  flush();
+}
+
+std::string svg_open(int w, int h, const std::string& title) {
+  std::ostringstream s;
+  s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w << "' height='" << h
+    << "' viewBox='0 0 " << w << " " << h << "' font-family='DejaVu Sans, Arial, sans-serif'>\n"
+    << "<rect width='100%' height='100%' fill='white'/>\n<text x='" << w / 2
+    << "' y='24' text-anchor='middle' font-size='17' font-weight='bold'>" << esc(title)
+    << "</text>\n";
+  return s.str();
+}
+
+std::string training_svg(const Table& m, const std::string& run_name) {
+  const int xs = m.col("env_steps");
+  if (xs < 0) MARLSCHED_THROW(InputError, "metrics.csv has no env_steps column");
+  std::vector<std::pair<std::string, int>> panels;
+  for (const auto& [name, title] : std::vector<std::pair<std::string, std::string>>{
+           {"system_reward_per_slot", "system reward per slot"},
+           {"episode_return", "episode return (system)"}})
+    if (m.col(name) >= 0) panels.emplace_back(title, m.col(name));
+  for (int c = 0; c < static_cast<int>(m.header.size()); ++c) {
+    const std::string& h = m.header[static_cast<std::size_t>(c)];
+    const std::string suffix = "_per_slot";
+    if (h != "system_reward_per_slot" && h.size() > suffix.size() &&
+        h.compare(h.size() - suffix.size(), suffix.size(), suffix) == 0)
+      panels.emplace_back(h.substr(0, h.size() - suffix.size()) + " per slot", c);
+  }
+  for (const auto& [name, title] :
+       std::vector<std::pair<std::string, std::string>>{{"policy_loss", "policy loss"},
+                                                        {"value_loss", "value loss"},
+                                                        {"entropy", "entropy"},
+                                                        {"approx_kl", "approx. KL"}})
+    if (m.col(name) >= 0) panels.emplace_back(title, m.col(name));
+  const int rows = (static_cast<int>(panels.size()) + kCols - 1) / kCols;
+  std::ostringstream s;
+  s << svg_open(kCols * kPanelW + 20, rows * kPanelH + 50,
+                "Training of " + run_name + " (" + std::to_string(m.rows.size()) + " iterations)");
+  std::vector<double> x;
+  for (std::size_t r = 0; r < m.rows.size(); ++r) x.push_back(m.num(r, xs));
+  for (std::size_t i = 0; i < panels.size(); ++i) {
+    std::vector<double> y;
+    for (std::size_t r = 0; r < m.rows.size(); ++r) y.push_back(m.num(r, panels[i].second));
+    line_panel(s, 10 + static_cast<int>(i % kCols) * kPanelW,
+               40 + static_cast<int>(i / kCols) * kPanelH, panels[i].first, x, y);
+  }
+  s << "</svg>\n";
+  return s.str();
+}
+
+/// Horizontal bars per policy for each column of eval.csv; the learned policy (first row when
+/// it is not a baseline) in orange; utility with ± one standard deviation.
+std::string eval_svg(const Table& e, const std::string& run_name,
+                     const std::vector<std::string>& baselines) {
+  const int pc = e.col("policy");
+  if (pc < 0) MARLSCHED_THROW(InputError, "eval.csv has no policy column");
+  std::vector<int> cols;
+  for (int c = 0; c < static_cast<int>(e.header.size()); ++c) {
+    const std::string& h = e.header[static_cast<std::size_t>(c)];
+    if (h != "policy" && h != "episodes" && h != "utility_sd") cols.push_back(c);
+  }
+  const int sd = e.col("utility_sd");
+  const int n = static_cast<int>(e.rows.size());
+  const int label_w = 150, bar_h = 18, gap = 6;
+  const int panel_h = kTop + n * (bar_h + gap) + 30, panel_w = kPanelW;
+  const int rows = (static_cast<int>(cols.size()) + kCols - 1) / kCols;
+  std::ostringstream s;
+  s << svg_open(kCols * panel_w + 20, rows * panel_h + 50,
+                "Evaluation of " + run_name + ": learned policy vs baselines");
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    const int c = cols[i];
+    const int ox = 10 + static_cast<int>(i % kCols) * panel_w;
+    const int oy = 40 + static_cast<int>(i / kCols) * panel_h;
+    std::vector<double> v;
+    for (int r = 0; r < n; ++r) {
+      v.push_back(e.num(static_cast<std::size_t>(r), c));
+      if (c == e.col("utility") && sd >= 0) {
+        v.push_back(v.back() + e.num(static_cast<std::size_t>(r), sd));
+        v.push_back(v[v.size() - 2] - e.num(static_cast<std::size_t>(r), sd));
+      }
+    }
+    const auto [x0, x1] = range_of(v, true);
+    const double pw = panel_w - label_w - 25;
+    auto px = [&](double x) { return ox + label_w + (x - x0) / (x1 - x0) * pw; };
+    s << "<text x='" << ox + panel_w / 2 << "' y='" << oy + 18
+      << "' text-anchor='middle' font-size='14' font-weight='bold'>"
+      << esc(e.header[static_cast<std::size_t>(c)] +
+             (c == e.col("utility") && sd >= 0 ? " (± 1 sd)" : ""))
+      << "</text>\n";
+    for (double t : ticks(x0, x1))
+      s << "<line x1='" << px(t) << "' x2='" << px(t) << "' y1='" << oy + kTop << "' y2='"
+        << oy + kTop + n * (bar_h + gap) << "' stroke='#eee'/>\n<text x='" << px(t) << "' y='"
+        << oy + kTop + n * (bar_h + gap) + 14 << "' text-anchor='middle' font-size='10'>" << fmt(t)
+        << "</text>\n";
+    for (int r = 0; r < n; ++r) {
+      const auto rr = static_cast<std::size_t>(r);
+      const std::string& name = e.rows[rr][static_cast<std::size_t>(pc)];
+      const bool learned = std::find(baselines.begin(), baselines.end(), name) == baselines.end();
+      const double val = e.num(rr, c);
+      const double y = oy + kTop + r * (bar_h + gap);
+      const double a = px(std::min(0.0, val)), b = px(std::max(0.0, val));
+      s << "<text x='" << ox + label_w - 6 << "' y='" << y + 13
+        << "' text-anchor='end' font-size='12'" << (learned ? " font-weight='bold'" : "") << ">"
+        << esc(name) << "</text>\n<rect x='" << a << "' y='" << y << "' width='"
+        << std::max(0.5, b - a) << "' height='" << bar_h << "' fill='"
+        << (learned ? kOrange : kBlue) << "'/>\n";
+      double eb = b;  // where the label goes: past the bar and its error bar
+      if (c == e.col("utility") && sd >= 0) {
+        const double d = e.num(rr, sd);
+        s << "<line x1='" << px(val - d) << "' x2='" << px(val + d) << "' y1='" << y + bar_h / 2
+          << "' y2='" << y + bar_h / 2 << "' stroke='" << kGrey << "' stroke-width='1.5'/>\n";
+        eb = std::max(b, px(val + d));
+      }
+      // Right of the bar (a negative bar's label right of zero, clear of the policy names).
+      s << "<text x='" << (val >= 0 ? eb : std::max(eb, px(0))) + 3 << "' y='" << y + 13
+        << "' font-size='10'>" << fmt(val) << "</text>\n";
+    }
+    s << "<line x1='" << px(0) << "' x2='" << px(0) << "' y1='" << oy + kTop << "' y2='"
+      << oy + kTop + n * (bar_h + gap) << "' stroke='#333'/>\n";
+  }
+  s << "</svg>\n";
+  return s.str();
+}
+
+}  // namespace
+
+std::vector<std::string> write_report(const std::string& run_dir,
+                                      const std::vector<std::string>& baselines) {
+  const std::string name = std::filesystem::path(run_dir).filename().string().empty()
+                               ? run_dir
+                               : std::filesystem::path(run_dir).filename().string();
+  std::vector<std::string> written;
+  const std::string metrics = run_dir + "/metrics.csv";
+  MARLSCHED_REQUIRE(std::filesystem::exists(metrics),
+                    "'" << run_dir << "' has no metrics.csv (not a training run)");
+  const Table m = read_csv(metrics);
+  MARLSCHED_REQUIRE(!m.rows.empty(), metrics << " has no iterations yet");
+  write_file_atomic(run_dir + "/training.svg", training_svg(m, name));
+  written.push_back(run_dir + "/training.svg");
+  if (std::filesystem::exists(run_dir + "/eval.csv")) {
+    const Table e = read_csv(run_dir + "/eval.csv");
+    if (!e.rows.empty()) {
+      write_file_atomic(run_dir + "/eval.svg", eval_svg(e, name, baselines));
+      written.push_back(run_dir + "/eval.svg");
+    }
+  }
+  return written;
+}
+
+}  // namespace marlsched::cli
