@@ -8,10 +8,9 @@
 #include <mpi.h>
 #include <torch/torch.h>
 
-#include <chrono>
-
 #include "dist/comm.hpp"
 #include "dist/grad.hpp"
+#include "mpi_bench.hpp"
 
 using namespace marlsched;
 
@@ -20,14 +19,7 @@ dist::Comm* g_comm = nullptr;
 
 template <class F>
 void timed(benchmark::State& state, F&& f) {
-  for (auto _ : state) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    state.SetIterationTime(dt);
-  }
+  bench::timed_slowest_rank(state, f);
   state.SetBytesProcessed(state.iterations() * state.range(0) * 4);
 }
 
@@ -96,19 +88,6 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1);
   auto comm = dist::Comm::world();
   g_comm = &comm;
-  benchmark::Initialize(&argc, argv);
-  // Every rank runs the same benchmarks (they are collective); only rank 0 reports.
-  if (comm.rank() == 0) {
-    benchmark::RunSpecifiedBenchmarks();
-  } else {
-    benchmark::BenchmarkReporter* null_reporter = nullptr;
-    struct Null : benchmark::BenchmarkReporter {
-      bool ReportContext(const Context&) override { return true; }
-      void ReportRuns(const std::vector<Run>&) override {}
-    } quiet;
-    null_reporter = &quiet;
-    benchmark::RunSpecifiedBenchmarks(null_reporter);
-  }
-  benchmark::Shutdown();
+  bench::run_benchmarks(&argc, argv, comm);
   return 0;
 }

@@ -14,13 +14,13 @@
 #include <mpi.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "dist/comm.hpp"
 #include "io/trajectory.hpp"
+#include "mpi_bench.hpp"
 
 using namespace marlsched;
 
@@ -69,14 +69,7 @@ std::size_t step_bytes(const TrajStep& s) {
 
 template <class F>
 void timed(benchmark::State& state, F&& f) {
-  for (auto _ : state) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    state.SetIterationTime(dt);
-  }
+  bench::timed_slowest_rank(state, f);
   const int k = agents_per_rank(state);
   const auto transitions = static_cast<std::int64_t>(kT) * kW * k * g_comm->size();
   state.SetItemsProcessed(state.iterations() * transitions);
@@ -160,16 +153,6 @@ int main(int argc, char** argv) {
   g_comm = &comm;
   if (comm.is_root()) std::filesystem::create_directories(bench_dir());
   comm.barrier();
-  benchmark::Initialize(&argc, argv);
-  if (comm.rank() == 0) {
-    benchmark::RunSpecifiedBenchmarks();
-  } else {
-    struct Null : benchmark::BenchmarkReporter {
-      bool ReportContext(const Context&) override { return true; }
-      void ReportRuns(const std::vector<Run>&) override {}
-    } quiet;
-    benchmark::RunSpecifiedBenchmarks(&quiet);
-  }
-  benchmark::Shutdown();
+  bench::run_benchmarks(&argc, argv, comm);
   return 0;
 }
