@@ -105,6 +105,19 @@ std::string tb_scalars_event(double wall_time, std::int64_t step,
   return e;
 }
 
+std::string tb_session_start_event(double wall_time, std::int64_t step) {
+  std::string log;
+  tag(log, 1, 0);
+  varint(log, 1);  // SessionLog.START
+  std::string e;
+  tag(e, 1, 1);
+  fixed(e, wall_time);
+  tag(e, 2, 0);
+  varint(e, static_cast<std::uint64_t>(step));
+  bytes_field(e, 6, log);
+  return e;
+}
+
 TensorBoardWriter::TensorBoardWriter(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -124,6 +137,10 @@ TensorBoardWriter::~TensorBoardWriter() {
 void TensorBoardWriter::scalars(std::int64_t step,
                                 const std::vector<std::pair<std::string, float>>& values) {
   write(tb_scalars_event(now_seconds(), step, values));
+}
+
+void TensorBoardWriter::session_start(std::int64_t step) {
+  write(tb_session_start_event(now_seconds(), step));
 }
 
 void TensorBoardWriter::write(const std::string& event) {

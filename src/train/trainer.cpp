@@ -250,7 +250,10 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       timing << "iteration,wall_s,env_s,exchange_s,gather_s,act_s,update_s,allreduce_s,log_s\n";
     }
     metrics << std::setprecision(9);
-    if (run.tensorboard) tb = std::make_unique<TensorBoardWriter>(run.run_dir + "/tb");
+    if (run.tensorboard) {
+      tb = std::make_unique<TensorBoardWriter>(run.run_dir + "/tb");
+      if (resuming) tb->session_start(env_steps);
+    }
     if (resuming)
       std::cout << "resuming from " << resume_from << " at iteration " << start_iteration
                 << std::endl;

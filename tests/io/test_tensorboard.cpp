@@ -38,3 +38,11 @@ TEST(TensorBoard, ScalarEventWireFormat) {
   ASSERT_EQ(e.size(), sizeof want);
   EXPECT_EQ(std::memcmp(e.data(), want, sizeof want), 0);
 }
+
+TEST(TensorBoard, SessionStartEventWireFormat) {
+  const std::string e = tb_session_start_event(0.0, 5);
+  // wall_time; step 5; session_log (field 6) { status (field 1) = START (1) }.
+  const unsigned char want[] = {0x09, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x05, 0x32, 0x02, 0x08, 0x01};
+  ASSERT_EQ(e.size(), sizeof want);
+  EXPECT_EQ(std::memcmp(e.data(), want, sizeof want), 0);
+}
