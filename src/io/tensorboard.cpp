@@ -49,6 +49,16 @@ void bytes_field(std::string& out, int field, const std::string& v) {
   out += v;
 }
 
+/// Event.wall_time and Event.step.
+std::string event_header(double wall_time, std::int64_t step) {
+  std::string e;
+  tag(e, 1, 1);
+  fixed(e, wall_time);
+  tag(e, 2, 0);
+  varint(e, static_cast<std::uint64_t>(step));
+  return e;
+}
+
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -96,11 +106,7 @@ std::string tb_scalars_event(double wall_time, std::int64_t step,
     fixed(value, v);
     bytes_field(summary, 1, value);
   }
-  std::string e;
-  tag(e, 1, 1);
-  fixed(e, wall_time);
-  tag(e, 2, 0);
-  varint(e, static_cast<std::uint64_t>(step));
+  std::string e = event_header(wall_time, step);
   bytes_field(e, 5, summary);
   return e;
 }
@@ -109,11 +115,7 @@ std::string tb_session_start_event(double wall_time, std::int64_t step) {
   std::string log;
   tag(log, 1, 0);
   varint(log, 1);  // SessionLog.START
-  std::string e;
-  tag(e, 1, 1);
-  fixed(e, wall_time);
-  tag(e, 2, 0);
-  varint(e, static_cast<std::uint64_t>(step));
+  std::string e = event_header(wall_time, step);
   bytes_field(e, 6, log);
   return e;
 }
