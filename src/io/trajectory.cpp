@@ -26,73 +26,98 @@ double now() {
 }
 
 enum class Scope { Agent, World, Row };
+enum class Type { F32, I32, I64, U8 };
+/// The trailing dimension of per-agent data: none, the observation size, the component count.
+enum class Inner { None, ObsDim, Components };
+using Bytes = std::pair<const void*, std::size_t>;
 
-/// One dataset of the layout. `inner` is the size of the trailing dimension of per-agent data
-/// (0: none), resolved against the env spec.
+template <class T>
+Bytes bytes_of(const std::vector<T>& v) {
+  return {v.data(), v.size() * sizeof(T)};
+}
+
+/// One dataset of the layout, and where its data is in a TrajStep.
 struct FieldDef {
   const char* name;  ///< as named in TrajConfig::fields
   const char* path;  ///< inside the file
   Scope scope;
+  Type type;
+  Inner inner;
   bool optional;
+  Bytes (*step)(const TrajStep&);
   const char* description;
 };
 
 const std::vector<FieldDef>& field_defs() {
+  using S = Scope;
+  using T = Type;
+  using I = Inner;
   static const std::vector<FieldDef> defs = {
-      {"observations", "observations", Scope::Agent, true,
+      {"observations", "observations", S::Agent, T::F32, I::ObsDim, true,
+       [](const TrajStep& s) { return bytes_of(s.observations); },
        "o_t of each agent before it acts; [step, world, agent, obs_dim]"},
-      {"next_observations", "next_observations", Scope::Agent, true,
+      {"next_observations", "next_observations", S::Agent, T::F32, I::ObsDim, true,
+       [](const TrajStep& s) { return bytes_of(s.next_observations); },
        "o_{t+1}; at an episode end the terminal observation, not the next episode's first"},
-      {"actions", "actions", Scope::Agent, true, "a_t, index into the attribute action_names"},
-      {"rewards", "rewards", Scope::Agent, true,
+      {"actions", "actions", S::Agent, T::I32, I::None, true,
+       [](const TrajStep& s) { return bytes_of(s.actions); },
+       "a_t, index into the attribute action_names"},
+      {"rewards", "rewards", S::Agent, T::F32, I::None, true,
+       [](const TrajStep& s) { return bytes_of(s.rewards); },
        "r_t: the env's reward of each agent (training mixes in the team reward, see config)"},
-      {"log_probs", "log_probs", Scope::Agent, true, "log pi(a_t | o_t) of the behaviour policy"},
-      {"values", "values", Scope::Agent, true, "V(s_t, agent) of the critic, denormalised"},
-      {"reward_components", "infos/reward_components", Scope::Agent, true,
+      {"log_probs", "log_probs", S::Agent, T::F32, I::None, true,
+       [](const TrajStep& s) { return bytes_of(s.log_probs); },
+       "log pi(a_t | o_t) of the behaviour policy"},
+      {"values", "values", S::Agent, T::F32, I::None, true,
+       [](const TrajStep& s) { return bytes_of(s.values); },
+       "V(s_t, agent) of the critic, denormalised"},
+      {"reward_components", "infos/reward_components", S::Agent, T::F32, I::Components, true,
+       [](const TrajStep& s) { return bytes_of(s.reward_components); },
        "r_t's components, names in the attribute 'names'; [step, world, agent, component]"},
-      {"terminations", "terminations", Scope::World, false,
+      {"terminations", "terminations", S::World, T::U8, I::None, false,
+       [](const TrajStep& s) { return bytes_of(s.terminations); },
        "1 where the MDP reached a terminal state at this step"},
-      {"truncations", "truncations", Scope::World, false,
+      {"truncations", "truncations", S::World, T::U8, I::None, false,
+       [](const TrajStep& s) { return bytes_of(s.truncations); },
        "1 where the episode was cut by its time limit at this step (not a terminal state)"},
-      {"episode_ids", "infos/episode_ids", Scope::World, false,
+      {"episode_ids", "infos/episode_ids", S::World, T::I64, I::None, false,
+       [](const TrajStep& s) { return bytes_of(s.episode_ids); },
        "run-wide episode id: episode number of the world * worlds + world"},
-      {"episode_steps", "infos/episode_steps", Scope::World, false,
+      {"episode_steps", "infos/episode_steps", S::World, T::I32, I::None, false,
+       [](const TrajStep& s) { return bytes_of(s.episode_steps); },
        "step index t within the episode"},
-      {"iterations", "infos/iterations", Scope::Row, false, "training iteration of the row"},
+      {"iterations", "infos/iterations", S::Row, T::I32, I::None, false,
+       [](const TrajStep& s) {
+         return Bytes{&s.iteration, sizeof s.iteration};
+       },
+       "training iteration of the row"},
   };
   return defs;
 }
 
-hid_t mem_type(const std::string& name) {
-  if (name == "actions" || name == "episode_steps" || name == "iterations") return H5T_NATIVE_INT32;
-  if (name == "terminations" || name == "truncations") return H5T_NATIVE_UINT8;
-  if (name == "episode_ids") return H5T_NATIVE_INT64;
-  return H5T_NATIVE_FLOAT;
+hid_t mem_type(Type t) {
+  switch (t) {
+    case Type::I32:
+      return H5T_NATIVE_INT32;
+    case Type::I64:
+      return H5T_NATIVE_INT64;
+    case Type::U8:
+      return H5T_NATIVE_UINT8;
+    default:
+      return H5T_NATIVE_FLOAT;
+  }
 }
-hid_t file_type(const std::string& name) {
-  if (name == "actions" || name == "episode_steps" || name == "iterations") return H5T_STD_I32LE;
-  if (name == "terminations" || name == "truncations") return H5T_STD_U8LE;
-  if (name == "episode_ids") return H5T_STD_I64LE;
-  return H5T_IEEE_F32LE;
-}
-
-/// Bytes of one step of `name` in a TrajStep.
-std::pair<const void*, std::size_t> step_bytes(const TrajStep& s, const std::string& name) {
-  auto of = [](const auto& v) {
-    return std::pair<const void*, std::size_t>(v.data(), v.size() * sizeof(v[0]));
-  };
-  if (name == "observations") return of(s.observations);
-  if (name == "next_observations") return of(s.next_observations);
-  if (name == "actions") return of(s.actions);
-  if (name == "rewards") return of(s.rewards);
-  if (name == "log_probs") return of(s.log_probs);
-  if (name == "values") return of(s.values);
-  if (name == "reward_components") return of(s.reward_components);
-  if (name == "terminations") return of(s.terminations);
-  if (name == "truncations") return of(s.truncations);
-  if (name == "episode_ids") return of(s.episode_ids);
-  if (name == "episode_steps") return of(s.episode_steps);
-  return {&s.iteration, sizeof s.iteration};
+hid_t file_type(Type t) {
+  switch (t) {
+    case Type::I32:
+      return H5T_STD_I32LE;
+    case Type::I64:
+      return H5T_STD_I64LE;
+    case Type::U8:
+      return H5T_STD_U8LE;
+    default:
+      return H5T_IEEE_F32LE;
+  }
 }
 
 }  // namespace
@@ -203,10 +228,7 @@ struct TrajectoryWriter::Impl {
       if (!on) continue;
       Field f;
       f.def = &def;
-      const std::string name = def.name;
-      const int inner = name == "observations" || name == "next_observations" ? d
-                        : name == "reward_components"                         ? C
-                                                                              : 0;
+      const int inner = def.inner == Inner::ObsDim ? d : def.inner == Inner::Components ? C : 0;
       if (def.scope == Scope::Agent) {
         f.local = {static_cast<hsize_t>(W), static_cast<hsize_t>(K)};
         if (inner > 0) f.local.push_back(static_cast<hsize_t>(inner));
@@ -215,7 +237,7 @@ struct TrajectoryWriter::Impl {
       }
       hsize_t elems = 1;
       for (auto x : f.local) elems *= x;
-      f.step_bytes = static_cast<std::size_t>(elems) * H5Tget_size(mem_type(name));
+      f.step_bytes = static_cast<std::size_t>(elems) * H5Tget_size(mem_type(def.type));
 
       const auto dims = global_dims(f, 0);
       auto maxdims = dims;
@@ -240,12 +262,12 @@ struct TrajectoryWriter::Impl {
           h5::check(H5Pset_szip(dcpl.get(), H5_SZIP_NN_OPTION_MASK, ppb), "H5Pset_szip");
       }
       f.dataset = h5::Id(static_cast<hid_t>(h5::check(
-                             H5Dcreate2(file.get(), def.path, file_type(name), sp.get(),
+                             H5Dcreate2(file.get(), def.path, file_type(def.type), sp.get(),
                                         H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
                              std::string("cannot create dataset ") + def.path + " in " + path)),
                          H5Dclose);
       h5::write_attr(f.dataset.get(), "description", std::string(def.description));
-      if (name == "reward_components")
+      if (def.inner == Inner::Components)
         h5::write_attr(f.dataset.get(), "names", meta.spec.reward_components);
       fields.push_back(std::move(f));
     }
@@ -310,7 +332,7 @@ struct TrajectoryWriter::Impl {
       h5::check(H5Sselect_none(fs.get()), "H5Sselect_none");
       h5::check(H5Sselect_none(ms.get()), "H5Sselect_none");
     }
-    h5::check(H5Dwrite(f.dataset.get(), mem_type(f.def->name), ms.get(), fs.get(), dxpl.get(),
+    h5::check(H5Dwrite(f.dataset.get(), mem_type(f.def->type), ms.get(), fs.get(), dxpl.get(),
                        f.buffer.data()),
               std::string("cannot write ") + f.def->path + " to " + path);
     f.buffer.clear();
@@ -356,7 +378,7 @@ void TrajectoryWriter::append(const TrajStep& step) {
   const double t0 = now();
   auto& m = *impl_;
   for (auto& f : m.fields) {
-    const auto [p, n] = step_bytes(step, f.def->name);
+    const auto [p, n] = f.def->step(step);
     MARLSCHED_CHECK(n == f.step_bytes, "trajectory field " << f.def->name << ": " << n
                                                            << " bytes, expected " << f.step_bytes);
     const auto* b = static_cast<const std::byte*>(p);
