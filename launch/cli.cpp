@@ -231,6 +231,12 @@ struct Command {
     }
     learners.bind(*binder);
   }
+  /// Applies the config file (if any; flags win) and validates the run and learner options.
+  void resolve(bool needs_learner) {
+    if (!config_path.empty()) apply_config_file(app, *binder, config_path);
+    run.validate();
+    if (needs_learner) learners.validate(run.algo);
+  }
   EnvConfig& env_config() {
     const auto& reg = env_registry();
     for (std::size_t i = 0; i < reg.size(); ++i)
@@ -268,12 +274,10 @@ std::string json(const std::vector<std::string>& v) {
 /// Reads a trained run's config.toml into `cmd` (bound to a scratch parser of its own).
 void load_run_config(Command& cmd, CLI::App& scratch, const std::string& run_dir) {
   cmd.bind(&scratch);
-  const std::string path = run_dir + "/config.toml";
-  MARLSCHED_REQUIRE(std::filesystem::exists(path),
+  cmd.config_path = run_dir + "/config.toml";
+  MARLSCHED_REQUIRE(std::filesystem::exists(cmd.config_path),
                     "'" << run_dir << "' has no config.toml (not a run directory)");
-  apply_config_file(cmd.app, *cmd.binder, path);
-  cmd.run.validate();
-  cmd.learners.validate(cmd.run.algo);
+  cmd.resolve(true);
 }
 
 /// `marlsched export RUN_DIR`: every rank's saved learner, loaded in this one process, exported
@@ -339,9 +343,7 @@ struct Prepared {
 
 /// Phase 1 (no collectives): config file, validation, env data loading.
 Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner) {
-  if (!cmd.config_path.empty()) apply_config_file(cmd.app, *cmd.binder, cmd.config_path);
-  cmd.run.validate();
-  if (needs_learner) cmd.learners.validate(cmd.run.algo);
+  cmd.resolve(needs_learner);
   const int n = cmd.run.agents_per_rank * comm.size();
   const auto& entry = find_env(cmd.run.env);
   auto& ec = cmd.env_config();
@@ -349,6 +351,19 @@ Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner) {
   Prepared p;
   p.factory = entry.make_factory(ec, n);
   return p;
+}
+
+/// A command that rank 0 runs alone, with no collectives (export, report, slurm): the other
+/// ranks return 0 at once; an error prints one line and gives exit code 2.
+template <class F>
+int serial_command(bool root, F&& body) {
+  if (!root) return 0;
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    report_error(std::string("marlsched: error: ") + e.what());
+    return 2;
+  }
 }
 
 }  // namespace
@@ -445,38 +460,25 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     return app.exit(e, sink, sink);
   }
 
-  if (exp->parsed()) {  // a serial command: rank 0 alone reads every rank's model
-    if (!root) return 0;
-    try {
+  if (exp->parsed())  // rank 0 alone reads every rank's model
+    return serial_command(root, [&] {
       export_policy(export_run, export_out.empty() ? export_run + "/policy.pt" : export_out,
                     export_critic);
       return 0;
-    } catch (const std::exception& e) {
-      report_error(std::string("marlsched: error: ") + e.what());
-      return 2;
-    }
-  }
-  if (rep->parsed()) {
-    if (!root) return 0;
-    try {
+    });
+  if (rep->parsed())
+    return serial_command(root, [&] {
       for (const auto& f : write_report(report_run, heuristic_names()))
         std::cout << "wrote " << f << "\n";
       return 0;
-    } catch (const std::exception& e) {
-      report_error(std::string("marlsched: error: ") + e.what());
-      return 2;
-    }
-  }
-  if (slurm_cmd.app->parsed()) {  // a serial command: rank 0 alone writes and submits
-    if (!root) return 0;
-    try {
+    });
+  if (slurm_cmd.app->parsed())  // rank 0 alone writes and submits
+    return serial_command(root, [&] {
       auto& c = slurm_cmd;
       if (slurm_opts.kind == "eval" && c.config_path.empty() && !slurm_opts.model.empty() &&
           std::filesystem::exists(slurm_opts.model + "/config.toml"))
         c.config_path = slurm_opts.model + "/config.toml";
-      if (!c.config_path.empty()) apply_config_file(c.app, *c.binder, c.config_path);
-      c.run.validate();
-      c.learners.validate(c.run.algo);
+      c.resolve(true);
       auto& ec = c.env_config();
       const auto job = plan_slurm_job(slurm_opts, c.run.agents_per_rank, ec.defined_agents(),
                                       c.run.threads, c.run.run_dir, c.binder->to_toml(),
@@ -487,11 +489,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         return 0;
       }
       return submit_slurm_job(job);
-    } catch (const std::exception& e) {
-      report_error(std::string("marlsched: error: ") + e.what());
-      return 2;
-    }
-  }
+    });
 
   // Phase 1: everything that can fail on bad input, before any collective. Every rank runs the
   // same deterministic checks; the lowest failing rank reports and all exit with code 2.
@@ -512,6 +510,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       MARLSCHED_REQUIRE(
           (!eval_run_dir.empty()) + (!eval_ckpt.empty()) + (!eval_policy.empty()) == 1,
           "eval needs exactly one of --model RUN_DIR, --checkpoint DIR, --policy FILE");
+      const std::string meta = eval_policy.empty() ? "" : exported_policy_metadata(eval_policy);
       // The training configuration, unless --config gives one: the run's, the checkpoint's run's,
       // or the one stored in the exported policy.
       if (eval_cmd.config_path.empty()) {
@@ -522,7 +521,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         if (!run_dir.empty() && std::filesystem::exists(run_dir + "/config.toml")) {
           eval_cmd.config_path = run_dir + "/config.toml";
         } else if (!eval_policy.empty()) {
-          const auto config = json_string_field(exported_policy_metadata(eval_policy), "config");
+          const auto config = json_string_field(meta, "config");
           MARLSCHED_REQUIRE(!config.empty(),
                             "'" << eval_policy << "' carries no training config: give --config");
           eval_config_tmp = (std::filesystem::temp_directory_path() /
@@ -535,9 +534,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       // An exported policy holds every agent: spread them over this job's ranks unless told.
       auto* apr = eval_cmd.app->get_option("--agents-per-rank");
       if (!eval_policy.empty() && apr->count() == 0) {
-        const auto meta = exported_policy_metadata(eval_policy);
-        const auto pos = meta.find("\"num_agents\": ");
-        const int n = pos == std::string::npos ? 0 : std::atoi(meta.c_str() + pos + 14);
+        const int n = json_int_field(meta, "num_agents");
         MARLSCHED_REQUIRE(n > 0 && n % comm.size() == 0, "'" << eval_policy << "' holds " << n
                                                              << " agents, which " << comm.size()
                                                              << " ranks do not divide");

@@ -2,6 +2,7 @@
 
 #include <torch/script.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -78,6 +79,12 @@ std::string json_string_field(const std::string& json, const std::string& key) {
     }
   }
   return out;
+}
+
+int json_int_field(const std::string& json, const std::string& key) {
+  const std::string pat = "\"" + key + "\": ";
+  const auto pos = json.find(pat);
+  return pos == std::string::npos ? 0 : std::atoi(json.c_str() + pos + pat.size());
 }
 
 std::string exported_policy_metadata(const std::string& path) {

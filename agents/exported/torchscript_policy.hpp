@@ -19,6 +19,8 @@ std::string exported_policy_metadata(const std::string& path);
 /// The value of a top-level string field of a flat JSON object (as the exporter writes it), or
 /// "" when absent.
 std::string json_string_field(const std::string& json, const std::string& key);
+/// The value of a top-level integer field of such an object, or 0 when absent.
+int json_int_field(const std::string& json, const std::string& key);
 
 /// Loads an exported policy for `num_agents` agents; throws InputError if the file is not an
 /// exported marlsched policy or was trained for another agent count. Sampling uses torch's
