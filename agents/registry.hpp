@@ -7,24 +7,40 @@
 #include <string>
 #include <vector>
 
+#include "agents/dqn/dqn.hpp"
+#include "agents/learner.hpp"
 #include "agents/mappo/mappo.hpp"
-#include "agents/policy.hpp"
 
 namespace marlsched {
 
 /// Options of every learner (each binds its own group of flags).
 struct LearnerConfigs {
   MappoConfig mappo;
-  void bind(OptionBinder& b) { mappo.bind(b); }
+  DqnConfig dqn;
+  void bind(OptionBinder& b) {
+    mappo.bind(b);
+    dqn.bind(b);
+  }
+  /// Validates the named learner's options; throws ConfigError for an unknown name.
   void validate(const std::string& algo) const;
+  /// Environment steps per iteration, and β of the team reward, of the named learner.
+  int rollout_steps(const std::string& algo) const;
+  double team_reward(const std::string& algo) const;
+  /// Whether the named learner keeps one network for all agents (else one per agent).
+  bool shared(const std::string& algo) const;
 };
 
 const std::vector<std::string>& learner_names();
 
 /// Builds the named learner for this rank's layout; throws ConfigError for an unknown name.
-std::unique_ptr<Mappo> make_learner(const std::string& algo, const LearnerConfigs& cfg,
-                                    const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-                                    int first_agent, int local_agents, int copies,
-                                    std::uint64_t seed);
+std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConfigs& cfg,
+                                      const EnvSpec& spec, const dist::Comm& comm, int num_agents,
+                                      int first_agent, int local_agents, int copies,
+                                      std::uint64_t seed);
+
+/// Writes the learners of every training rank (made by make_learner with `algo`) as one
+/// TorchScript policy; `with_critic` adds MAPPO's critic (other learners have none: error).
+void export_learners(const std::string& algo, const std::vector<const Learner*>& ranks,
+                     const std::string& path, const std::string& metadata, bool with_critic);
 
 }  // namespace marlsched

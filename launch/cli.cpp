@@ -295,8 +295,8 @@ void export_policy(const std::string& run_dir, const std::string& out, bool with
   const auto factory = find_env(cmd.run.env).make_factory(ec, n);
   const EnvSpec& spec = factory->spec();
   dist::Comm self(MPI_COMM_SELF, false);
-  std::vector<std::unique_ptr<Mappo>> learners;
-  std::vector<const Mappo*> view;
+  std::vector<std::unique_ptr<Learner>> learners;
+  std::vector<const Learner*> view;
   for (int r = 0; r < ranks; ++r) {
     learners.push_back(
         make_learner(cmd.run.algo, cmd.learners, spec, self, n, r * k, k, 1, cmd.run.seed));
@@ -317,7 +317,7 @@ void export_policy(const std::string& run_dir, const std::string& out, bool with
        << "  \"obs_fields\": " << json(spec.obs_fields) << ",\n"
        << "  \"num_public_obs_fields\": " << spec.num_public << ",\n"
        << "  \"action_names\": " << json(spec.action_names) << ",\n"
-       << "  \"shared_actor\": " << (cmd.learners.mappo.share_actor ? "true" : "false") << ",\n"
+       << "  \"shared_actor\": " << (cmd.learners.shared(cmd.run.algo) ? "true" : "false") << ",\n"
        << "  \"critic\": " << (with_critic ? "true" : "false") << ",\n"
        << "  \"input\": "
        << json(
@@ -330,9 +330,9 @@ void export_policy(const std::string& run_dir, const std::string& out, bool with
               "probs(obs, agent); value(obs, agent) when critic is true")
        << ",\n  \"trained_ranks\": " << ranks << ",\n  \"agents_per_rank\": " << k << ",\n"
        << "  \"config\": " << json(config) << "\n}\n";
-  Mappo::export_torchscript(view, out + ".tmp", meta.str(), with_critic);
+  export_learners(cmd.run.algo, view, out + ".tmp", meta.str(), with_critic);
   std::filesystem::rename(out + ".tmp", out);
-  std::cout << "exported " << (cmd.learners.mappo.share_actor ? "the shared actor" : "every actor")
+  std::cout << "exported " << (cmd.learners.shared(cmd.run.algo) ? "the shared network" : "every agent's network")
             << (with_critic ? " and the critic" : "") << " of " << n << " agents to " << out
             << std::endl;
 }

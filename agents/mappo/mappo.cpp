@@ -1,7 +1,6 @@
 #include "agents/mappo/mappo.hpp"
 
-#include <torch/script.h>
-#include <torch/torch.h>
+#include "agents/nn.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -64,46 +63,10 @@ void MappoConfig::validate() const {
   MARLSCHED_REQUIRE(rollout_steps >= 1, "--rollout-steps must be >= 1");
 }
 
-namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-struct MlpImpl : torch::nn::Module {
-  MlpImpl(int in, const std::vector<int>& hidden, int out, double head_gain) {
-    int prev = in;
-    for (std::size_t i = 0; i < hidden.size(); ++i) {
-      layers.push_back(
-          register_module("fc" + std::to_string(i), torch::nn::Linear(prev, hidden[i])));
-      prev = hidden[i];
-    }
-    head = register_module("head", torch::nn::Linear(prev, out));
-    torch::NoGradGuard g;
-    for (auto& l : layers) {
-      torch::nn::init::orthogonal_(l->weight, std::sqrt(2.0));
-      l->bias.zero_();
-    }
-    torch::nn::init::orthogonal_(head->weight, head_gain);
-    head->bias.zero_();
-  }
-  torch::Tensor forward(torch::Tensor x) {
-    for (auto& l : layers) x = torch::tanh(l->forward(x));
-    return head->forward(x);
-  }
-  std::vector<torch::nn::Linear> layers;
-  torch::nn::Linear head{nullptr};
-};
-TORCH_MODULE(Mlp);
-
-std::vector<torch::Tensor> params_of(const std::vector<Mlp>& ms) {
-  std::vector<torch::Tensor> p;
-  for (const auto& m : ms)
-    for (auto& t : m->parameters()) p.push_back(t);
-  return p;
-}
-
-}  // namespace
+using nn::Mlp;
+using nn::now;
+using nn::params_of;
+using nn::script_mlp;
 
 struct Mappo::Impl {
   MappoConfig cfg;
@@ -139,7 +102,7 @@ struct Mappo::Impl {
         d(sp.obs_dim()),
         pub(sp.num_public),
         na(sp.num_actions()),
-        ain(d + pub * num_agents + num_agents),
+        ain(nn::agent_input_dim(sp, num_agents)),
         cin(d * num_agents + num_agents),
         sample_rng(derive_seed(seed, {0xAC7, static_cast<std::uint64_t>(cm.rank())})),
         shuffle_rng(derive_seed(seed, {0x5F1, static_cast<std::uint64_t>(cm.rank())})) {
@@ -171,11 +134,7 @@ struct Mappo::Impl {
   /// Fills actor and critic inputs for local agent kk of one copy.
   void build_inputs(const GlobalObs& g, int kk, float* xa, float* xc) const {
     const int self = first + kk;
-    const float* own = g.row(self);
-    std::copy(own, own + d, xa);
-    for (int j = 0; j < n; ++j) std::copy(g.row(j), g.row(j) + pub, xa + d + j * pub);
-    std::fill(xa + d + pub * n, xa + ain, 0.f);
-    xa[d + pub * n + self] = 1.f;
+    nn::agent_input(g, pub, self, xa);
     std::copy(g.data, g.data + static_cast<std::ptrdiff_t>(n) * d, xc);
     std::fill(xc + n * d, xc + cin, 0.f);
     xc[n * d + self] = 1.f;
@@ -327,6 +286,8 @@ void Mappo::record(const StepFeedback& fb) {
 UpdateStats Mappo::update(const PolicyInput& last) {
   auto& m = *impl_;
   UpdateStats st;
+  // policy_loss, value_loss, entropy, approx_kl, clip_frac, grad_norm_actor, grad_norm_critic
+  double s[7] = {0, 0, 0, 0, 0, 0, 0};
   const int rows = m.e * m.k, T = m.steps;
   MARLSCHED_CHECK(T > 0, "update() with an empty rollout");
   const int M = rows * T;
@@ -430,8 +391,8 @@ UpdateStats Mappo::update(const PolicyInput& last) {
       const double t1 = now();
       dist::average_gradients(shared, m.comm);
       const double t2 = now();
-      st.grad_norm_actor += torch::nn::utils::clip_grad_norm_(actor_params, m.cfg.max_grad_norm);
-      st.grad_norm_critic += torch::nn::utils::clip_grad_norm_(critic_params, m.cfg.max_grad_norm);
+      s[5] += torch::nn::utils::clip_grad_norm_(actor_params, m.cfg.max_grad_norm);
+      s[6] += torch::nn::utils::clip_grad_norm_(critic_params, m.cfg.max_grad_norm);
       m.actor_opt->step();
       m.critic_opt->step();
       const double t3 = now();
@@ -439,27 +400,18 @@ UpdateStats Mappo::update(const PolicyInput& last) {
       st.time_allreduce += t2 - t1;
       {
         torch::NoGradGuard g;
-        st.policy_loss += policy_loss.item<double>();
-        st.value_loss += value_loss.item<double>();
-        st.entropy += entropy.item<double>();
-        st.approx_kl += (old - new_logp).mean().item<double>();
-        st.clip_frac +=
-            ((ratio - 1.0).abs() > m.cfg.clip).to(torch::kFloat32).mean().item<double>();
+        s[0] += policy_loss.item<double>();
+        s[1] += value_loss.item<double>();
+        s[2] += entropy.item<double>();
+        s[3] += (old - new_logp).mean().item<double>();
+        s[4] += ((ratio - 1.0).abs() > m.cfg.clip).to(torch::kFloat32).mean().item<double>();
       }
       ++updates;
     }
   }
-  double s[7] = {st.policy_loss, st.value_loss,      st.entropy,         st.approx_kl,
-                 st.clip_frac,   st.grad_norm_actor, st.grad_norm_critic};
   m.comm.allreduce_sum(s, 7);
   const double div = static_cast<double>(updates) * m.comm.size();
-  st.policy_loss = s[0] / div;
-  st.value_loss = s[1] / div;
-  st.entropy = s[2] / div;
-  st.approx_kl = s[3] / div;
-  st.clip_frac = s[4] / div;
-  st.grad_norm_actor = s[5] / div;
-  st.grad_norm_critic = s[6] / div;
+  for (double v : s) st.values.push_back(v / div);
   m.x.clear();
   m.c.clear();
   m.act.clear();
@@ -471,32 +423,6 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   m.steps = 0;
   return st;
 }
-
-namespace {
-
-/// Registers an MLP's weights on `mod` as `prefix_fcI_weight` ... and returns TorchScript lines
-/// that compute it from the variable `x` into `out` (indented by `indent`).
-std::string script_mlp(torch::jit::Module& mod, const std::string& prefix, const Mlp& net,
-                       const std::string& indent) {
-  std::ostringstream code;
-  auto param = [&](const std::string& name, const torch::Tensor& t) {
-    mod.register_parameter(prefix + name, t.detach().clone(), false);
-    return "self." + prefix + name;
-  };
-  code << indent << "h = x\n";
-  for (std::size_t i = 0; i < net->layers.size(); ++i) {
-    const std::string l = "_fc" + std::to_string(i);
-    const auto w = param(l + "_weight", net->layers[i]->weight);
-    const auto b = param(l + "_bias", net->layers[i]->bias);
-    code << indent << "h = torch.tanh(torch.addmm(" << b << ", h, " << w << ".t()))\n";
-  }
-  const auto w = param("_head_weight", net->head->weight);
-  const auto b = param("_head_bias", net->head->bias);
-  code << indent << "out = torch.addmm(" << b << ", h, " << w << ".t())\n";
-  return code.str();
-}
-
-}  // namespace
 
 void Mappo::export_torchscript(const std::vector<const Mappo*>& ranks, const std::string& path,
                                const std::string& metadata, bool with_critic) {
@@ -510,15 +436,7 @@ void Mappo::export_torchscript(const std::vector<const Mappo*>& ranks, const std
   mod.register_attribute("metadata", c10::StringType::get(), metadata);
 
   std::ostringstream src;
-  src << R"(
-def actor_input(self, obs: Tensor, agent: int) -> Tensor:
-    b = obs.size(0)
-    own = obs[:, agent, :]
-    pub = obs[:, :, 0:self.num_public].reshape(b, self.num_agents * self.num_public)
-    onehot = torch.zeros(b, self.num_agents, dtype=obs.dtype)
-    onehot[:, agent] = 1.0
-    return torch.cat([own, pub, onehot], 1)
-
+  src << nn::script_agent_input() << R"(
 def logits(self, obs: Tensor, agent: int) -> Tensor:
     assert agent >= 0 and agent < self.num_agents, "agent index out of range"
     x = self.actor_input(obs, agent)
@@ -656,6 +574,15 @@ void Mappo::load_impl(const std::string& path) {
       std::string(static_cast<const char*>(rt.data_ptr()), static_cast<std::size_t>(rt.numel())));
   rng >> m.sample_rng.engine() >> m.shuffle_rng.engine();
   MARLSCHED_REQUIRE(static_cast<bool>(rng), "model '" << path << "': bad RNG state");
+}
+
+const std::vector<StatName>& Mappo::stat_names() const {
+  static const std::vector<StatName> names = {
+      {"policy_loss", "loss/policy"},         {"value_loss", "loss/value"},
+      {"entropy", "policy/entropy"},          {"approx_kl", "policy/approx_kl"},
+      {"clip_frac", "policy/clip_frac"},      {"grad_norm_actor", "grad_norm/actor"},
+      {"grad_norm_critic", "grad_norm/critic"}};
+  return names;
 }
 
 bool Mappo::shared_parameters_identical() const {

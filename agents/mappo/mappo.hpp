@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/policy.hpp"
+#include "agents/learner.hpp"
 #include "core/options.hpp"
 #include "dist/comm.hpp"
 
@@ -48,24 +48,10 @@ struct MappoConfig {
   void validate() const;
 };
 
-/// Scalars from one update, averaged over ranks (identical on every rank).
-struct UpdateStats {
-  double policy_loss = 0, value_loss = 0, entropy = 0, approx_kl = 0, clip_frac = 0;
-  double grad_norm_actor = 0, grad_norm_critic = 0;
-  double time_forward_backward = 0, time_allreduce = 0;
-};
-
-/// Per-step feedback recorded into the rollout after World::step.
-struct StepFeedback {
-  std::vector<float> reward;          ///< [copy * local_agents + k], team-mixed
-  std::vector<char> done, truncated;  ///< [copy]
-  std::vector<GlobalObs> terminal;    ///< [copy], valid where done
-};
-
 /// Sets libtorch's intra-op thread count for this process (one per rank unless told otherwise).
 void set_torch_threads(int n);
 
-class Mappo final : public Policy {
+class Mappo final : public Learner {
  public:
   Mappo(const MappoConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
         int first_agent, int local_agents, int copies, std::uint64_t seed);
@@ -75,27 +61,24 @@ class Mappo final : public Policy {
   /// Chooses actions. In training mode it samples and records (obs, action, log-prob, value);
   /// in evaluation mode it samples (or takes the argmax when deterministic) without recording.
   void act(const PolicyInput& in, std::vector<int>& actions) override;
-  void set_training(bool training);
-  void set_deterministic(bool deterministic);
-
+  void set_training(bool training) override;
+  void set_deterministic(bool deterministic) override;
   /// log π(a|o) of the actions the last `act` chose, [copy * local_agents + k].
-  const std::vector<float>& last_log_probs() const;
+  const std::vector<float>& last_log_probs() const override;
   /// Critic values (denormalised) of the states of the last `act` in training mode, same order.
-  const std::vector<float>& last_values() const;
-
-  /// Records the outcome of the last `act` (training mode).
-  void record(const StepFeedback& fb);
+  const std::vector<float>& last_values() const override;
+  void record(const StepFeedback& fb) override;
   /// PPO update on the collected rollout; `last` are the global observations after the final
-  /// step (bootstrap values). Clears the rollout.
-  UpdateStats update(const PolicyInput& last);
-
+  /// step (bootstrap values). Clears the rollout. Statistics: policy_loss, value_loss, entropy,
+  /// approx_kl, clip_frac, grad_norm_actor, grad_norm_critic.
+  UpdateStats update(const PolicyInput& last) override;
+  const std::vector<StatName>& stat_names() const override;
   /// Saves/loads this rank's networks, optimiser state and value normaliser.
-  void save(const std::string& path) const;
-  void load(const std::string& path);
-  /// Collective: true when every rank holds bitwise-identical shared parameters.
-  bool shared_parameters_identical() const;
+  void save(const std::string& path) const override;
+  void load(const std::string& path) override;
+  bool shared_parameters_identical() const override;
   /// Digest of the shared parameters (critic and, when shared, actor).
-  std::uint64_t shared_parameter_digest() const;
+  std::uint64_t shared_parameter_digest() const override;
 
   /// Writes the actors of every agent (and with `with_critic` the critic) as one TorchScript
   /// module that PyTorch (`torch.jit.load`) and libtorch (`torch::jit::load`) load:

@@ -10,6 +10,13 @@
 ///   2. each agent chooses an action; `act()` applies it and may emit outgoing work;
 ///   3. `advance()` simulates one time slot and returns the reward and its components;
 ///   4. the framework exchanges the outgoing work; destination shards `receive()` it.
+/// An env whose shards hand work over at finer timescales than the decision slot (a discrete-
+/// event simulation with network latencies) splits the slot into `EnvSpec::windows` windows:
+/// between 2. and 3. the framework calls `window(w, outbox)` on every shard for w = 0..W-1 and
+/// exchanges the work after every window but the last (whose work goes with step 4.). With
+/// windows no longer than the smallest latency between shards, work sent in one window arrives
+/// in a later one: the conservative synchronisation of parallel discrete-event simulation, exact
+/// at any rank count.
 /// At a step boundary no work is in flight: it sits in some shard (possibly not yet usable
 /// because its transfer is still running, which the shard models itself).
 
@@ -37,6 +44,8 @@ struct EnvSpec {
   std::vector<std::string> reward_components;
   /// Steps per episode (episodes end by truncation).
   int episode_length = 0;
+  /// Exchange windows per step (see the file comment); 1: work moves once per step.
+  int windows = 1;
 
   int obs_dim() const { return static_cast<int>(obs_fields.size()); }
   int num_actions() const { return static_cast<int>(action_names.size()); }
@@ -80,7 +89,13 @@ class Shard {
   virtual void observe(float* out) const = 0;
   /// Applies the agent's decision for the current slot; appends outgoing work to `outbox`.
   virtual void act(int action, const GlobalObs& global, std::vector<WorkRecord>& outbox) = 0;
-  /// Simulates the current slot.
+  /// Simulates window `w` (0 <= w < spec().windows) of the current slot; appends outgoing work.
+  /// The default does nothing (envs that simulate the whole slot in advance()).
+  virtual void window(int w, std::vector<WorkRecord>& outbox) {
+    (void)w;
+    (void)outbox;
+  }
+  /// Completes the current slot (after its windows) and returns what it produced.
   virtual StepOutcome advance() = 0;
   /// Accepts work sent by another shard during the step that just ended.
   virtual void receive(const WorkRecord& record) = 0;
@@ -100,6 +115,13 @@ class EnvFactory {
   virtual const EnvSpec& spec() const = 0;
   /// A shard for `agent` (0 <= agent < num_agents); one per agent and environment copy.
   virtual std::unique_ptr<Shard> make_shard(int agent) const = 0;
+  /// System metrics (e.g. success rate, p99 latency) from the counters of every shard summed
+  /// over ranks; evaluation tables show them after the reward components. Default: none.
+  virtual std::vector<std::pair<std::string, double>> summarize(
+      const std::map<std::string, double>& counters) const {
+    (void)counters;
+    return {};
+  }
 };
 
 /// Environment-specific configuration: binds its options, validates itself.

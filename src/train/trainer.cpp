@@ -155,8 +155,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   const int n = world.num_agents(), e = world.copies(), k = world.local_agents();
   const int nc = static_cast<int>(spec.reward_components.size());
   auto agent = make_learner(run.algo, learners, spec, comm, n, world.first_agent(), k, e, run.seed);
-  const int T = learners.mappo.rollout_steps;
-  const double beta = learners.mappo.team_reward;
+  const int T = learners.rollout_steps(run.algo);
+  const double beta = learners.team_reward(run.algo);
 
   // Resume: the checkpoint's trainer and world state (read before any file is touched).
   int start_iteration = 1;
@@ -245,8 +245,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     if (!resuming) {
       metrics << "iteration,env_steps,episodes,system_reward_per_slot,episode_return";
       for (const auto& c : spec.reward_components) metrics << ',' << c << "_per_slot";
-      metrics << ",policy_loss,value_loss,entropy,approx_kl,clip_frac,grad_norm_actor,"
-                 "grad_norm_critic\n";
+      for (const auto& st : agent->stat_names()) metrics << ',' << st.column;
+      metrics << '\n';
       timing << "iteration,wall_s,env_s,exchange_s,gather_s,act_s,update_s,allreduce_s,log_s\n";
     }
     metrics << std::setprecision(9);
@@ -383,9 +383,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       metrics << it << ',' << env_steps << ',' << episodes << ',' << sys_reward / slots << ','
               << (episodes > 0 ? finished_returns / episodes : std::nan(""));
       for (double c : comp) metrics << ',' << c / slots;
-      metrics << ',' << us.policy_loss << ',' << us.value_loss << ',' << us.entropy << ','
-              << us.approx_kl << ',' << us.clip_frac << ',' << us.grad_norm_actor << ','
-              << us.grad_norm_critic << '\n';
+      for (double v : us.values) metrics << ',' << v;
+      metrics << '\n';
       metrics.flush();
       if (tb) {
         std::vector<std::pair<std::string, float>> sc = {
@@ -396,14 +395,10 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
           sc.emplace_back(
               "reward/" + spec.reward_components[static_cast<std::size_t>(i)] + "_per_slot",
               static_cast<float>(comp[static_cast<std::size_t>(i)] / slots));
-        sc.insert(sc.end(), {{"loss/policy", static_cast<float>(us.policy_loss)},
-                             {"loss/value", static_cast<float>(us.value_loss)},
-                             {"policy/entropy", static_cast<float>(us.entropy)},
-                             {"policy/approx_kl", static_cast<float>(us.approx_kl)},
-                             {"policy/clip_frac", static_cast<float>(us.clip_frac)},
-                             {"grad_norm/actor", static_cast<float>(us.grad_norm_actor)},
-                             {"grad_norm/critic", static_cast<float>(us.grad_norm_critic)},
-                             {"perf/env_steps_per_s", static_cast<float>(sps)},
+        const auto& names = agent->stat_names();
+        for (std::size_t i = 0; i < names.size(); ++i)
+          sc.emplace_back(names[i].tag, static_cast<float>(us.values[i]));
+        sc.insert(sc.end(), {{"perf/env_steps_per_s", static_cast<float>(sps)},
                              {"perf/iteration_s", static_cast<float>(now() - it0)}});
         tb->scalars(env_steps, sc);
       }
@@ -420,9 +415,11 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
         for (int i = 0; i < nc; ++i)
           os << " " << spec.reward_components[static_cast<std::size_t>(i)] << " "
              << std::setprecision(2) << comp[static_cast<std::size_t>(i)] / slots;
-        os << " | pl " << std::setprecision(3) << us.policy_loss << " vl " << us.value_loss
-           << " ent " << us.entropy << " kl " << std::setprecision(4) << us.approx_kl << " | ETA "
-           << fmt_eta(eta);
+        os << " |" << std::setprecision(4);
+        const auto& names = agent->stat_names();
+        for (std::size_t i = 0; i < names.size() && i < 4; ++i)
+          os << " " << names[i].column << " " << us.values[i];
+        os << " | ETA " << fmt_eta(eta);
         std::cout << os.str() << std::endl;
       }
     }

@@ -105,33 +105,24 @@ void World::gather(std::vector<float>& into) {
                   static_cast<std::size_t>(d_) * sizeof(float));
 }
 
-void World::step(const std::vector<int>& actions) {
-  MARLSCHED_CHECK(static_cast<int>(actions.size()) == copies_ * k_,
-                  "expected " << copies_ * k_ << " actions, got " << actions.size());
+void World::exchange(std::vector<std::vector<WorkRecord>>& outboxes) {
   const double t0 = now();
   std::vector<std::vector<std::byte>> send(static_cast<std::size_t>(comm_.size()));
-  std::vector<WorkRecord> outbox;
-  for (int c = 0; c < copies_; ++c) {
-    const GlobalObs g = obs(c);
-    for (int k = 0; k < k_; ++k) {
-      const std::size_t i = static_cast<std::size_t>(c * k_ + k);
-      outbox.clear();
-      shards_[i]->act(actions[i], g, outbox);
-      outcome_[i] = shards_[i]->advance();
-      for (auto& rec : outbox) {
-        MARLSCHED_CHECK(rec.dest >= 0 && rec.dest < n_, "work record for agent " << rec.dest);
-        auto& buf = send[static_cast<std::size_t>(rec.dest / k_)];
-        const RecordHeader h{c, rec.dest, static_cast<std::uint32_t>(rec.payload.size())};
-        const auto off = buf.size();
-        buf.resize(off + sizeof h + rec.payload.size());
-        std::memcpy(buf.data() + off, &h, sizeof h);
-        if (!rec.payload.empty())
-          std::memcpy(buf.data() + off + sizeof h, rec.payload.data(), rec.payload.size());
-        times_.records += 1;
-        times_.bytes += sizeof h + rec.payload.size();
-      }
+  for (std::size_t i = 0; i < outboxes.size(); ++i) {
+    const int c = static_cast<int>(i) / k_;
+    for (auto& rec : outboxes[i]) {
+      MARLSCHED_CHECK(rec.dest >= 0 && rec.dest < n_, "work record for agent " << rec.dest);
+      auto& buf = send[static_cast<std::size_t>(rec.dest / k_)];
+      const RecordHeader h{c, rec.dest, static_cast<std::uint32_t>(rec.payload.size())};
+      const auto off = buf.size();
+      buf.resize(off + sizeof h + rec.payload.size());
+      std::memcpy(buf.data() + off, &h, sizeof h);
+      if (!rec.payload.empty())
+        std::memcpy(buf.data() + off + sizeof h, rec.payload.data(), rec.payload.size());
+      times_.records += 1;
+      times_.bytes += sizeof h + rec.payload.size();
     }
-    ep_step_[static_cast<std::size_t>(c)] += 1;
+    outboxes[i].clear();
   }
   const double t1 = now();
   const auto recv = comm_.alltoallv(send);
@@ -157,6 +148,33 @@ void World::step(const std::vector<int>& actions) {
   const double t3 = now();
   times_.env += (t1 - t0) + (t3 - t2);
   times_.exchange += t2 - t1;
+}
+
+void World::step(const std::vector<int>& actions) {
+  MARLSCHED_CHECK(static_cast<int>(actions.size()) == copies_ * k_,
+                  "expected " << copies_ * k_ << " actions, got " << actions.size());
+  double mark = now();  // env time is counted between exchanges
+  outboxes_.resize(shards_.size());
+  for (int c = 0; c < copies_; ++c) {
+    const GlobalObs g = obs(c);
+    for (int k = 0; k < k_; ++k) {
+      const std::size_t i = static_cast<std::size_t>(c * k_ + k);
+      shards_[i]->act(actions[i], g, outboxes_[i]);
+    }
+  }
+  const int windows = spec_.windows;
+  for (int w = 0; w < windows; ++w) {
+    for (std::size_t i = 0; i < shards_.size(); ++i) shards_[i]->window(w, outboxes_[i]);
+    if (w + 1 < windows) {
+      times_.env += now() - mark;
+      exchange(outboxes_);
+      mark = now();
+    }
+  }
+  for (std::size_t i = 0; i < shards_.size(); ++i) outcome_[i] = shards_[i]->advance();
+  for (int c = 0; c < copies_; ++c) ep_step_[static_cast<std::size_t>(c)] += 1;
+  times_.env += now() - mark;
+  exchange(outboxes_);
 
   gather(gathered_);
   // Episode ends: every shard of a world must agree (shared clock).

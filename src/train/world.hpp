@@ -5,7 +5,8 @@
 /// a / K (K = agents per rank). A rank hosts K agents in each of E copies (E = envs per rank).
 ///
 /// Each step costs three collectives, independent of K and E:
-///   * MPI_Alltoall + MPI_Alltoallv of forwarded work records (src/dist Comm::alltoallv);
+///   * MPI_Alltoall + MPI_Alltoallv of forwarded work records (src/dist Comm::alltoallv), once
+///     per exchange window of the env (EnvSpec::windows; 1 for most envs);
 ///   * MPI_Allgather of one packet per local shard: [observation | reward | components | done].
 /// Several agents per rank therefore run through exactly the same code path as one.
 
@@ -81,6 +82,9 @@ class World {
   /// Clears last-step outcomes and episode-end flags, then gathers (after reset or restore).
   void gather_fresh();
   void reset_copy(int c);
+  /// Sends every shard's outbox to the destination ranks and delivers what arrives here;
+  /// clears the outboxes.
+  void exchange(std::vector<std::vector<WorkRecord>>& outboxes);
   std::size_t packet() const { return static_cast<std::size_t>(d_ + c_ + 3); }
 
   const dist::Comm& comm_;
@@ -94,6 +98,7 @@ class World {
   std::vector<float> gathered_;            // [copy][agent][packet]
   std::vector<float> obs_, terminal_obs_;  // [copy][agent][d]
   std::vector<char> done_, trunc_;
+  std::vector<std::vector<WorkRecord>> outboxes_;  // [copy * K + k]
   StepTimes times_;
 };
 

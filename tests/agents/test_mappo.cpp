@@ -48,8 +48,8 @@ double train_bandit(Mappo& m, const dist::Comm& comm, int iterations) {
       m.record(fb);
     }
     const auto st = m.update(in);
-    EXPECT_TRUE(std::isfinite(st.policy_loss));
-    EXPECT_TRUE(std::isfinite(st.value_loss));
+    EXPECT_TRUE(std::isfinite(m.stat(st, "policy_loss")));
+    EXPECT_TRUE(std::isfinite(m.stat(st, "value_loss")));
   }
   return m.action_probs(in.global[0], 0)[2];
 }

@@ -8,7 +8,7 @@ cd "$WORK"
 mpi 4 "$BIN" train --envs-per-rank 2 --iterations 3 --checkpoint-every 3 --traj-every 0 --quiet \
   --no-eval-after --run-dir run > train.log
 "$BIN" export run > export.log
-grep -q "exported the shared actor of 4 agents to run/policy.pt" export.log || fail "$(cat export.log)"
+grep -q "exported the shared network of 4 agents to run/policy.pt" export.log || fail "$(cat export.log)"
 /usr/bin/python3 - run/policy.pt <<'PY' || fail "PyTorch cannot use the exported policy"
 import json, sys, torch
 m = torch.jit.load(sys.argv[1])

@@ -1,0 +1,65 @@
+#pragma once
+/// \file learner.hpp
+/// What the trainer asks of a learning algorithm, on top of Policy: record each step's feedback,
+/// update from what it recorded, report named statistics, save and load itself, and prove that
+/// the parameters it shares across ranks are still identical. MAPPO (on-policy, rollouts) and
+/// DQN (off-policy, replay) both fit: the trainer runs `rollout_steps()` environment steps, each
+/// followed by record(), then one update().
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agents/policy.hpp"
+
+namespace marlsched {
+
+/// Per-step feedback recorded into the learner after World::step.
+struct StepFeedback {
+  std::vector<float> reward;          ///< [copy * local_agents + k], team-mixed
+  std::vector<char> done, truncated;  ///< [copy]
+  std::vector<GlobalObs> terminal;    ///< [copy], valid where done
+};
+
+/// The name of one update statistic: its metrics.csv column and its TensorBoard tag.
+struct StatName {
+  std::string column, tag;
+};
+
+/// Scalars from one update in `Learner::stat_names()` order, averaged over ranks (identical on
+/// every rank), and where the update's time went.
+struct UpdateStats {
+  std::vector<double> values;
+  double time_forward_backward = 0, time_allreduce = 0;
+};
+
+class Learner : public Policy {
+ public:
+  /// Training mode explores and records; evaluation mode only acts.
+  virtual void set_training(bool training) = 0;
+  /// In evaluation mode: the greedy action instead of a sampled one.
+  virtual void set_deterministic(bool deterministic) = 0;
+  /// log π(a|o) of the actions the last `act` chose, [copy * local_agents + k].
+  virtual const std::vector<float>& last_log_probs() const = 0;
+  /// The learner's value estimate of the states of the last `act` (training mode), same order.
+  virtual const std::vector<float>& last_values() const = 0;
+  /// Records the outcome of the last `act` (training mode).
+  virtual void record(const StepFeedback& fb) = 0;
+  /// Learns from what was recorded since the last update; `last` are the global observations
+  /// after the final step. A collective: every rank calls it.
+  virtual UpdateStats update(const PolicyInput& last) = 0;
+  /// Names of UpdateStats::values, fixed for the learner's lifetime.
+  virtual const std::vector<StatName>& stat_names() const = 0;
+  /// Saves/loads this rank's networks, optimiser state and RNGs (checkpoint and model files).
+  virtual void save(const std::string& path) const = 0;
+  virtual void load(const std::string& path) = 0;
+  /// Collective: true when every rank holds bitwise-identical shared parameters.
+  virtual bool shared_parameters_identical() const = 0;
+  /// Digest of the shared parameters.
+  virtual std::uint64_t shared_parameter_digest() const = 0;
+
+  /// The value of a named statistic in `st` (NaN when the learner has none of that name).
+  double stat(const UpdateStats& st, const std::string& column) const;
+};
+
+}  // namespace marlsched

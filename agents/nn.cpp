@@ -1,0 +1,83 @@
+#include "agents/nn.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+namespace marlsched::nn {
+
+MlpImpl::MlpImpl(int in, const std::vector<int>& hidden, int out, double head_gain) {
+  int prev = in;
+  for (std::size_t i = 0; i < hidden.size(); ++i) {
+    layers.push_back(register_module("fc" + std::to_string(i), torch::nn::Linear(prev, hidden[i])));
+    prev = hidden[i];
+  }
+  head = register_module("head", torch::nn::Linear(prev, out));
+  torch::NoGradGuard g;
+  for (auto& l : layers) {
+    torch::nn::init::orthogonal_(l->weight, std::sqrt(2.0));
+    l->bias.zero_();
+  }
+  torch::nn::init::orthogonal_(head->weight, head_gain);
+  head->bias.zero_();
+}
+
+torch::Tensor MlpImpl::forward(torch::Tensor x) {
+  for (auto& l : layers) x = torch::tanh(l->forward(x));
+  return head->forward(x);
+}
+
+std::vector<torch::Tensor> params_of(const std::vector<Mlp>& ms) {
+  std::vector<torch::Tensor> p;
+  for (const auto& m : ms)
+    for (auto& t : m->parameters()) p.push_back(t);
+  return p;
+}
+
+void agent_input(const GlobalObs& g, int num_public, int agent, float* x) {
+  const int d = g.obs_dim, n = g.num_agents;
+  const float* own = g.row(agent);
+  std::copy(own, own + d, x);
+  for (int j = 0; j < n; ++j) std::copy(g.row(j), g.row(j) + num_public, x + d + j * num_public);
+  float* onehot = x + d + num_public * n;
+  std::fill(onehot, onehot + n, 0.f);
+  onehot[agent] = 1.f;
+}
+
+const char* script_agent_input() {
+  return R"(
+def actor_input(self, obs: Tensor, agent: int) -> Tensor:
+    b = obs.size(0)
+    own = obs[:, agent, :]
+    pub = obs[:, :, 0:self.num_public].reshape(b, self.num_agents * self.num_public)
+    onehot = torch.zeros(b, self.num_agents, dtype=obs.dtype)
+    onehot[:, agent] = 1.0
+    return torch.cat([own, pub, onehot], 1)
+)";
+}
+
+std::string script_mlp(torch::jit::Module& mod, const std::string& prefix, const Mlp& net,
+                       const std::string& indent) {
+  std::ostringstream code;
+  auto param = [&](const std::string& name, const torch::Tensor& t) {
+    mod.register_parameter(prefix + name, t.detach().clone(), false);
+    return "self." + prefix + name;
+  };
+  code << indent << "h = x\n";
+  for (std::size_t i = 0; i < net->layers.size(); ++i) {
+    const std::string l = "_fc" + std::to_string(i);
+    const auto w = param(l + "_weight", net->layers[i]->weight);
+    const auto b = param(l + "_bias", net->layers[i]->bias);
+    code << indent << "h = torch.tanh(torch.addmm(" << b << ", h, " << w << ".t()))\n";
+  }
+  const auto w = param("_head_weight", net->head->weight);
+  const auto b = param("_head_bias", net->head->bias);
+  code << indent << "out = torch.addmm(" << b << ", h, " << w << ".t())\n";
+  return code.str();
+}
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace marlsched::nn

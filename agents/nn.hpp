@@ -1,0 +1,48 @@
+#pragma once
+/// \file nn.hpp
+/// Pieces every torch learner shares: the MLP, the per-agent input (own observation, every
+/// site's public fields, one-hot agent id), and the TorchScript source that rebuilds both in an
+/// exported module. Internal to agents/ (includes torch).
+
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "core/env.hpp"
+
+namespace marlsched::nn {
+
+/// Fully connected network with tanh hidden layers and a linear head; hidden layers get
+/// orthogonal √2 initialisation, the head `head_gain`.
+struct MlpImpl : torch::nn::Module {
+  MlpImpl(int in, const std::vector<int>& hidden, int out, double head_gain);
+  torch::Tensor forward(torch::Tensor x);
+  std::vector<torch::nn::Linear> layers;
+  torch::nn::Linear head{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+std::vector<torch::Tensor> params_of(const std::vector<Mlp>& ms);
+
+/// Width of the per-agent input for `num_agents` agents.
+inline int agent_input_dim(const EnvSpec& spec, int num_agents) {
+  return spec.obs_dim() + spec.num_public * num_agents + num_agents;
+}
+/// Writes the per-agent input of `agent` for one world's global observations into `x`.
+void agent_input(const GlobalObs& g, int num_public, int agent, float* x);
+
+/// TorchScript of `actor_input(self, obs, agent)` (obs [batch, num_agents, obs_dim]), matching
+/// agent_input(); the module needs int attributes num_agents and num_public.
+const char* script_agent_input();
+
+/// Registers an MLP's weights on `mod` as `prefix_fcI_weight` ... and returns TorchScript lines
+/// that compute it from the variable `x` into `out` (indented by `indent`).
+std::string script_mlp(torch::jit::Module& mod, const std::string& prefix, const Mlp& net,
+                       const std::string& indent);
+
+/// Seconds on a monotonic clock.
+double now();
+
+}  // namespace marlsched::nn
