@@ -1,5 +1,6 @@
 #include "registry.hpp"
 
+#include "aset/aset.hpp"
 #include "core/error.hpp"
 #include "geodc/geodc.hpp"
 
@@ -27,6 +28,27 @@ class GeoDcFactory final : public EnvFactory {
   int num_agents_;
 };
 
+class AsetFactory final : public EnvFactory {
+ public:
+  AsetFactory(const aset::Config& cfg, int num_agents)
+      : cfg_(std::make_shared<aset::Config>(cfg)),
+        topo_(std::make_shared<aset::Topology>(aset::make_topology(cfg, num_agents))),
+        spec_(std::make_shared<EnvSpec>(aset::make_spec(cfg, num_agents, *topo_))) {}
+  const EnvSpec& spec() const override { return *spec_; }
+  std::unique_ptr<Shard> make_shard(int agent) const override {
+    return std::make_unique<aset::Shard>(cfg_, spec_, topo_, agent);
+  }
+  std::vector<std::pair<std::string, double>> summarize(
+      const std::map<std::string, double>& counters) const override {
+    return aset::summarize(*cfg_, counters);
+  }
+
+ private:
+  std::shared_ptr<const aset::Config> cfg_;
+  std::shared_ptr<const aset::Topology> topo_;
+  std::shared_ptr<const EnvSpec> spec_;
+};
+
 }  // namespace
 
 const std::vector<EnvEntry>& env_registry() {
@@ -35,6 +57,11 @@ const std::vector<EnvEntry>& env_registry() {
        [] { return std::make_unique<geodc::Config>(); },
        [](const EnvConfig& c, int n) -> std::unique_ptr<EnvFactory> {
          return std::make_unique<GeoDcFactory>(dynamic_cast<const geodc::Config&>(c), n);
+       }},
+      {"aset", "DNN inference queries over distributed edge clusters and a cloud (ASET model)",
+       [] { return std::make_unique<aset::Config>(); },
+       [](const EnvConfig& c, int n) -> std::unique_ptr<EnvFactory> {
+         return std::make_unique<AsetFactory>(dynamic_cast<const aset::Config&>(c), n);
        }},
   };
   return table;

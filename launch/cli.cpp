@@ -395,7 +395,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       "evaluate a trained policy (a run, a checkpoint or an exported file) against every "
       "heuristic baseline on held-out seeds; env options choose other traces"));
   std::string eval_run_dir, eval_ckpt, eval_policy, eval_out, eval_config_tmp;
-  std::vector<std::string> eval_baselines = heuristic_names();
+  std::vector<std::string> eval_baselines;  // default: every baseline of the env
   bool greedy = false;
   eval_cmd.app->add_option("--model", eval_run_dir, "run directory holding the trained model")
       ->check(CLI::ExistingDirectory);
@@ -408,12 +408,15 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   eval_cmd.app->add_option("--out", eval_out,
                            "where to write eval.csv and eval.md (default: the model's run dir, "
                            "the checkpoint or the policy file's directory)");
-  eval_cmd.app->add_option("--baselines", eval_baselines, "heuristics to compare against")
+  eval_cmd.app->add_option("--baselines", eval_baselines,
+                           "heuristics to compare against (default: all of the env's)")
       ->delimiter(',');
   eval_cmd.app->add_flag("--greedy", greedy, "take the most probable action instead of sampling");
   base_cmd.bind(app.add_subcommand("baselines", "evaluate the heuristic baselines only"));
-  std::vector<std::string> base_list = heuristic_names();
-  base_cmd.app->add_option("--baselines", base_list, "heuristics to evaluate")->delimiter(',');
+  std::vector<std::string> base_list;  // default: every baseline of the env
+  base_cmd.app
+      ->add_option("--baselines", base_list, "heuristics to evaluate (default: all of the env's)")
+      ->delimiter(',');
 
   auto* gen = app.add_subcommand(
       "gen-data",
@@ -578,10 +581,13 @@ int run(int argc, char** argv, const dist::Comm& comm) {
                                                            << "): was it trained with "
                                                            << comm.size() << " ranks?");
       }
+      if (eval_baselines.empty()) eval_baselines = heuristic_names(eval_cmd.run.env);
       for (const auto& b : eval_baselines) make_heuristic(b, prep.factory->spec(), 0, 0);
     }
-    if (cmd == &base_cmd)
+    if (cmd == &base_cmd) {
+      if (base_list.empty()) base_list = heuristic_names(base_cmd.run.env);
       for (const auto& b : base_list) make_heuristic(b, prep.factory->spec(), 0, 0);
+    }
   } catch (const std::exception& e) {
     const auto* me = dynamic_cast<const Error*>(&e);
     failure = std::string(e.what()) + (me && !me->where().empty() &&
@@ -609,7 +615,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       // A stop signal during the last iteration: training is complete, evaluation is skipped.
       if (train_cmd.run.eval_after && comm.allreduce_max(stop_requested()) == 0)
         evaluate_all(train_cmd.run, train_cmd.learners, *prep.factory, comm,
-                     LearnedPolicy{train_cmd.run.run_dir, "", ""}, heuristic_names(), false,
+                     LearnedPolicy{train_cmd.run.run_dir, "", ""},
+                     heuristic_names(train_cmd.run.env), false,
                      train_cmd.run.run_dir);
       return summary.parameters_identical ? 0 : 3;
     }
@@ -659,7 +666,11 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       std::cout << "learners:\n";
       for (const auto& l : learner_names()) std::cout << "  " << l << "\n";
       std::cout << "baselines:\n";
-      for (const auto& b : heuristic_names()) std::cout << "  " << b << "\n";
+      for (const auto& e : env_registry()) {
+        std::cout << "  " << e.name << ":";
+        for (const auto& b : heuristic_names(e.name)) std::cout << " " << b;
+        std::cout << "\n";
+      }
     }
     return 0;
   } catch (const std::exception& e) {

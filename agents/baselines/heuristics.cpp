@@ -1,5 +1,7 @@
 #include "agents/baselines/heuristics.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 
 namespace marlsched {
@@ -10,8 +12,8 @@ enum class Kind { kRandom, kRoundRobin, kLocal, kLeastLoaded, kLowestCarbon, kLo
 
 class Heuristic final : public Policy {
  public:
-  Heuristic(std::string name, Kind kind, const EnvSpec& spec, std::uint64_t seed)
-      : name_(std::move(name)),
+  Heuristic(const std::string& name, Kind kind, const EnvSpec& spec, std::uint64_t seed)
+      : name_(name),
         kind_(kind),
         rng_(seed),
         free_(spec.obs_index("free_gpu_frac")),
@@ -75,26 +77,63 @@ class Heuristic final : public Policy {
   int free_, carbon_, price_;
 };
 
-}  // namespace
 
-const std::vector<std::string>& heuristic_names() {
+const std::vector<std::string>& geodc_names() {
   static const std::vector<std::string> names = {"random",       "round-robin",   "local-only",
                                                  "least-loaded", "lowest-carbon", "lowest-price"};
   return names;
 }
 
-std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
-                                       std::uint64_t seed, int rank) {
+std::unique_ptr<Policy> make_geodc(const std::string& name, const EnvSpec& spec,
+                                   std::uint64_t seed) {
   static const Kind kinds[] = {Kind::kRandom,      Kind::kRoundRobin,   Kind::kLocal,
                                Kind::kLeastLoaded, Kind::kLowestCarbon, Kind::kLowestPrice};
-  const auto& names = heuristic_names();
+  const auto& names = geodc_names();
   for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] == name)
-      return std::make_unique<Heuristic>(
-          name, kinds[i], spec, derive_seed(seed, {0xBA5E, static_cast<std::uint64_t>(rank)}));
+    if (names[i] == name) return std::make_unique<Heuristic>(name, kinds[i], spec, seed);
+  return nullptr;
+}
+
+struct BaselineSet {
+  std::string env;
+  const std::vector<std::string>& (*names)();
+  std::unique_ptr<Policy> (*make)(const std::string&, const EnvSpec&, std::uint64_t);
+};
+
+const std::vector<BaselineSet>& baseline_table() {
+  static const std::vector<BaselineSet> table = {{"geodc", geodc_names, make_geodc},
+                                                 {"aset", edge_heuristic_names, make_edge_heuristic}};
+  return table;
+}
+
+}  // namespace
+
+const std::vector<std::string>& heuristic_names(const std::string& env) {
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> v;
+    for (const auto& set : baseline_table())
+      for (const auto& n : set.names())
+        if (std::find(v.begin(), v.end(), n) == v.end()) v.push_back(n);
+    return v;
+  }();
+  if (env.empty()) return all;
+  for (const auto& set : baseline_table())
+    if (set.env == env) return set.names();
+  static const std::vector<std::string> none;
+  return none;
+}
+
+std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
+                                       std::uint64_t seed, int rank) {
+  const auto& names = heuristic_names(spec.name);
+  if (std::find(names.begin(), names.end(), name) != names.end())
+    for (const auto& set : baseline_table())
+      if (set.env == spec.name)
+        return set.make(name, spec, derive_seed(seed, {0xBA5E, static_cast<std::uint64_t>(rank)}));
   std::string known;
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-  MARLSCHED_THROW(ConfigError, "unknown baseline '" << name << "' (known: " << known << ")");
+  MARLSCHED_THROW(ConfigError, "unknown baseline '" << name << "' for env " << spec.name
+                                                    << " (known: " << known << ")");
 }
 
 }  // namespace marlsched

@@ -1,6 +1,8 @@
 #pragma once
 /// \file heuristics.hpp
-/// Heuristic baselines for the geodc action layout (2N actions: k = run what fits, overflow to
+/// Heuristic baselines, one set per env (a table in heuristics.cpp).
+///
+/// geodc: for the geodc action layout (2N actions: k = run what fits, overflow to
 /// site k; N + k = defer, send waiting jobs to site k). They read the public observation fields
 /// (free_gpu_frac, carbon, price) of every site, as Green-DCC's rule-based strategies do.
 ///   random        uniform over all actions
@@ -9,6 +11,9 @@
 ///   least-loaded  run what fits locally, overflow to the site with most free GPUs
 ///   lowest-carbon send waiting jobs to the site with the lowest carbon intensity now
 ///   lowest-price  send waiting jobs to the site with the lowest electricity price now
+///
+/// aset (ASET's static policies; see edge_heuristics.cpp): local-only, cloud-only,
+/// least-loaded, random-proportional.
 
 #include <memory>
 #include <string>
@@ -19,10 +24,16 @@
 
 namespace marlsched {
 
-/// Names of the heuristic baselines, in table order.
-const std::vector<std::string>& heuristic_names();
-/// Makes a heuristic; throws ConfigError for an unknown name. `seed` drives `random`.
+/// Names of an env's heuristic baselines, in table order; for "" every env's (deduplicated).
+const std::vector<std::string>& heuristic_names(const std::string& env = "");
+/// Makes a heuristic for the env of `spec`; throws ConfigError for a name that env lacks.
+/// `seed` drives the randomised ones.
 std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
                                        std::uint64_t seed, int rank);
+
+/// The aset baselines (edge_heuristics.cpp).
+const std::vector<std::string>& edge_heuristic_names();
+std::unique_ptr<Policy> make_edge_heuristic(const std::string& name, const EnvSpec& spec,
+                                            std::uint64_t seed);
 
 }  // namespace marlsched

@@ -55,15 +55,27 @@ EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& co
   row.utility_sd = row.episodes > 1 ? std::sqrt(m2 / (row.episodes - 1)) : 0.0;
   for (auto& c : row.components) c /= row.episodes;
   row.utilization = util_n > 0 ? util_sum / util_n : 0.0;
+  row.metrics = factory.summarize(world.global_counters());
   return row;
 }
 
+namespace {
+bool has_utilization(const EnvSpec& spec) {
+  for (const auto& c : spec.reward_components)
+    if (c == "utilization") return true;
+  return false;
+}
+}  // namespace
+
 std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& rows,
                               bool markdown) {
+  const bool util = has_utilization(spec);
   std::vector<std::string> head = {"policy", "utility", "± sd"};
   for (const auto& c : spec.reward_components)
     if (c != "utilization") head.push_back(c);
-  head.push_back("gpu_util");
+  if (util) head.push_back("gpu_util");
+  if (!rows.empty())
+    for (const auto& m : rows.front().metrics) head.push_back(m.first);
   std::vector<std::vector<std::string>> cells;
   auto fmt = [](double v, int prec) {
     std::ostringstream os;
@@ -74,7 +86,8 @@ std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& r
     std::vector<std::string> line = {r.policy, fmt(r.utility, 2), fmt(r.utility_sd, 2)};
     for (std::size_t i = 0; i < spec.reward_components.size(); ++i)
       if (spec.reward_components[i] != "utilization") line.push_back(fmt(r.components[i], 2));
-    line.push_back(fmt(r.utilization, 3));
+    if (util) line.push_back(fmt(r.utilization, 3));
+    for (const auto& m : r.metrics) line.push_back(fmt(m.second, 4));
     cells.push_back(line);
   }
   std::vector<std::size_t> w(head.size());
@@ -108,13 +121,18 @@ std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& r
 std::string format_eval_csv(const EnvSpec& spec, const std::vector<EvalRow>& rows) {
   std::ostringstream os;
   os << "policy,episodes,utility,utility_sd";
+  const bool util = has_utilization(spec);
   for (const auto& c : spec.reward_components) os << ',' << c;
-  os << ",gpu_util\n";
-  os << std::setprecision(10);
+  if (util) os << ",gpu_util";
+  if (!rows.empty())
+    for (const auto& m : rows.front().metrics) os << ',' << m.first;
+  os << '\n' << std::setprecision(10);
   for (const auto& r : rows) {
     os << r.policy << ',' << r.episodes << ',' << r.utility << ',' << r.utility_sd;
     for (double c : r.components) os << ',' << c;
-    os << ',' << r.utilization << '\n';
+    if (util) os << ',' << r.utilization;
+    for (const auto& m : r.metrics) os << ',' << m.second;
+    os << '\n';
   }
   return os.str();
 }

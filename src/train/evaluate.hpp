@@ -21,6 +21,8 @@ struct EvalRow {
   double utility = 0, utility_sd = 0;  ///< episode return of the system (sum of rewards)
   std::vector<double> components;      ///< env reward components, per episode
   double utilization = 0;              ///< mean GPU utilisation over agents and slots
+  /// The env's system metrics over all evaluation episodes (EnvFactory::summarize).
+  std::vector<std::pair<std::string, double>> metrics;
 };
 
 struct EvalSettings {
@@ -34,7 +36,8 @@ struct EvalSettings {
 EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& comm,
                  const EvalSettings& s);
 
-/// A table with one row per policy: utility, each reward component, utilisation.
+/// A table with one row per policy: utility, each reward component, utilisation (envs with a
+/// "utilization" component), then the env's system metrics.
 std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& rows, bool markdown);
 std::string format_eval_csv(const EnvSpec& spec, const std::vector<EvalRow>& rows);
 

@@ -1,0 +1,101 @@
+#pragma once
+/// \file dqn.hpp
+/// Deep Q-learning (Mnih et al., Nature 2015) per agent, the learning method of ASET (arXiv
+/// 2301.13618): an online Q-network and a target network copied every `target_every` gradient
+/// steps, a uniform replay buffer, a linearly decaying ε-greedy schedule, the Huber TD loss, and
+/// optionally double DQN (van Hasselt et al., AAAI 2016: the online network picks the next
+/// action, the target network values it).
+///
+/// * Input per agent: its own observation, the public fields of every site (as exchanged) and a
+///   one-hot agent id — the same input as MAPPO's actor. With `share` (default) one Q-network
+///   serves every agent (parameter sharing); its gradients are averaged over ranks with one
+///   flattened MPI_Allreduce per gradient step, so it stays bitwise identical everywhere.
+///   Without it each agent has its own network and no gradient crosses ranks.
+/// * Each rank keeps a replay buffer of its own agents' transitions (one per agent when not
+///   shared). Truncated episodes bootstrap from the terminal observation; only terminations
+///   cut the target.
+/// * The trainer runs `rollout_steps` environment steps per iteration, then `updates` gradient
+///   steps on minibatches of `batch` transitions, once the buffer holds `warmup` of them.
+/// Statistics: td_loss, q_mean, epsilon, grad_norm, replay_size.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agents/learner.hpp"
+#include "core/options.hpp"
+#include "dist/comm.hpp"
+
+namespace marlsched {
+
+struct DqnConfig {
+  double lr = 5e-4;
+  double gamma = 0.95;
+  std::vector<int> hidden{128, 128};
+  int buffer = 50000;       ///< transitions per rank (per agent when not shared)
+  int batch = 128;          ///< transitions per gradient step per rank
+  int warmup = 2000;        ///< transitions in the buffer before learning starts
+  int updates = 32;         ///< gradient steps per iteration
+  int target_every = 250;   ///< gradient steps between target-network copies
+  double eps_start = 1.0;   ///< ε at the start of training
+  double eps_end = 0.05;    ///< ε after eps_decay steps
+  int eps_decay = 3000;     ///< decision steps (act calls while training) of linear ε decay
+  double eps_eval = 0.0;    ///< ε when evaluating without --deterministic
+  bool double_dqn = true;
+  bool share = true;        ///< one Q-network for all agents (with agent-id input)
+  double huber_delta = 1.0;
+  double max_grad_norm = 10.0;
+  double team_reward = 0.0;  ///< reward = (1-β)·own + β·mean over agents
+  int rollout_steps = 32;
+
+  void bind(OptionBinder& b);
+  void validate() const;
+};
+
+class Dqn final : public Learner {
+ public:
+  Dqn(const DqnConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
+      int first_agent, int local_agents, int copies, std::uint64_t seed);
+  ~Dqn() override;
+
+  std::string name() const override { return "dqn"; }
+  /// ε-greedy in training mode (recording the transition's first half); greedy in evaluation
+  /// (ε = eps_eval unless deterministic).
+  void act(const PolicyInput& in, std::vector<int>& actions) override;
+  void set_training(bool training) override;
+  void set_deterministic(bool deterministic) override;
+  /// log-probability of the chosen action under the ε-greedy policy.
+  const std::vector<float>& last_log_probs() const override;
+  /// max_a Q(s, a) of the states of the last act (training mode).
+  const std::vector<float>& last_values() const override;
+  void record(const StepFeedback& fb) override;
+  UpdateStats update(const PolicyInput& last) override;
+  const std::vector<StatName>& stat_names() const override;
+  /// Networks, target networks, optimisers, ε step, RNGs and the replay buffer (so that a
+  /// resumed run continues exactly).
+  void save(const std::string& path) const override;
+  void load(const std::string& path) override;
+  bool shared_parameters_identical() const override;
+  std::uint64_t shared_parameter_digest() const override;
+
+  /// Q-values of local agent k for one world's global observations (for tests).
+  std::vector<float> q_values(const GlobalObs& g, int local_agent) const;
+  /// Current ε of the training schedule.
+  double epsilon() const;
+  /// Transitions in this rank's replay buffer(s).
+  std::int64_t replay_size() const;
+
+  /// Writes the greedy policy of every agent as one TorchScript module (see
+  /// Mappo::export_torchscript for the calling convention): probs() is the one-hot greedy
+  /// action, q(obs, agent) the Q-values.
+  static void export_torchscript(const std::vector<const Dqn*>& ranks, const std::string& path,
+                                 const std::string& metadata);
+
+ private:
+  void load_impl(const std::string& path);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace marlsched
