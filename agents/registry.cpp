@@ -56,8 +56,8 @@ std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConf
                                       std::uint64_t seed) {
   cfg.validate(algo);
   if (algo == "dqn")
-    return std::make_unique<Dqn>(cfg.dqn, spec, comm, num_agents, first_agent, local_agents,
-                                 copies, seed);
+    return std::make_unique<Dqn>(cfg.dqn, spec, comm, num_agents, first_agent, local_agents, copies,
+                                 seed);
   return std::make_unique<Mappo>(cfg.mappo, spec, comm, num_agents, first_agent, local_agents,
                                  copies, seed);
 }
@@ -77,10 +77,12 @@ std::vector<const T*> as(const std::vector<const Learner*>& ranks) {
 
 void export_learners(const std::string& algo, const std::vector<const Learner*>& ranks,
                      const std::string& path, const std::string& metadata, bool with_critic) {
-  if (algo == "mappo") return Mappo::export_torchscript(as<Mappo>(ranks), path, metadata, with_critic);
+  if (algo == "mappo")
+    return Mappo::export_torchscript(as<Mappo>(ranks), path, metadata, with_critic);
   if (algo == "dqn") {
-    MARLSCHED_REQUIRE(!with_critic, "--critic: DQN has no critic (its Q-values are exported as "
-                                    "the method q(obs, agent))");
+    MARLSCHED_REQUIRE(!with_critic,
+                      "--critic: DQN has no critic (its Q-values are exported as "
+                      "the method q(obs, agent))");
     return Dqn::export_torchscript(as<Dqn>(ranks), path, metadata);
   }
   unknown(algo);

@@ -325,14 +325,18 @@ void export_policy(const std::string& run_dir, const std::string& out, bool with
               "observations of every agent in obs_fields order (an agent needs its own and the "
               "first num_public_obs_fields of every site); agent: int, 0 <= agent < num_agents")
        << ",\n  \"output\": "
-       << json(
-              "forward(obs, agent, deterministic=False) -> (probs [.., num_actions], action); "
-              "probs(obs, agent); value(obs, agent) when critic is true")
+       << json(cmd.run.algo == "dqn"
+                   ? "forward(obs, agent, deterministic=False) -> (probs [.., num_actions], "
+                     "action), the greedy policy (probs one-hot); probs(obs, agent); "
+                     "q(obs, agent) -> Q-values [.., num_actions]"
+                   : "forward(obs, agent, deterministic=False) -> (probs [.., num_actions], "
+                     "action); probs(obs, agent); value(obs, agent) when critic is true")
        << ",\n  \"trained_ranks\": " << ranks << ",\n  \"agents_per_rank\": " << k << ",\n"
        << "  \"config\": " << json(config) << "\n}\n";
   export_learners(cmd.run.algo, view, out + ".tmp", meta.str(), with_critic);
   std::filesystem::rename(out + ".tmp", out);
-  std::cout << "exported " << (cmd.learners.shared(cmd.run.algo) ? "the shared network" : "every agent's network")
+  std::cout << "exported "
+            << (cmd.learners.shared(cmd.run.algo) ? "the shared network" : "every agent's network")
             << (with_critic ? " and the critic" : "") << " of " << n << " agents to " << out
             << std::endl;
 }
@@ -408,8 +412,9 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   eval_cmd.app->add_option("--out", eval_out,
                            "where to write eval.csv and eval.md (default: the model's run dir, "
                            "the checkpoint or the policy file's directory)");
-  eval_cmd.app->add_option("--baselines", eval_baselines,
-                           "heuristics to compare against (default: all of the env's)")
+  eval_cmd.app
+      ->add_option("--baselines", eval_baselines,
+                   "heuristics to compare against (default: all of the env's)")
       ->delimiter(',');
   eval_cmd.app->add_flag("--greedy", greedy, "take the most probable action instead of sampling");
   base_cmd.bind(app.add_subcommand("baselines", "evaluate the heuristic baselines only"));
@@ -616,8 +621,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       if (train_cmd.run.eval_after && comm.allreduce_max(stop_requested()) == 0)
         evaluate_all(train_cmd.run, train_cmd.learners, *prep.factory, comm,
                      LearnedPolicy{train_cmd.run.run_dir, "", ""},
-                     heuristic_names(train_cmd.run.env), false,
-                     train_cmd.run.run_dir);
+                     heuristic_names(train_cmd.run.env), false, train_cmd.run.run_dir);
       return summary.parameters_identical ? 0 : 3;
     }
     if (cmd == &eval_cmd) {

@@ -77,7 +77,6 @@ class Heuristic final : public Policy {
   int free_, carbon_, price_;
 };
 
-
 const std::vector<std::string>& geodc_names() {
   static const std::vector<std::string> names = {"random",       "round-robin",   "local-only",
                                                  "least-loaded", "lowest-carbon", "lowest-price"};
@@ -101,8 +100,8 @@ struct BaselineSet {
 };
 
 const std::vector<BaselineSet>& baseline_table() {
-  static const std::vector<BaselineSet> table = {{"geodc", geodc_names, make_geodc},
-                                                 {"aset", edge_heuristic_names, make_edge_heuristic}};
+  static const std::vector<BaselineSet> table = {
+      {"geodc", geodc_names, make_geodc}, {"aset", edge_heuristic_names, make_edge_heuristic}};
   return table;
 }
 

@@ -16,8 +16,9 @@ void DqnConfig::bind(OptionBinder& b) {
   b.add("dqn-lr", lr, "Q-network learning rate (Adam)");
   b.add("dqn-gamma", gamma, "discount factor");
   b.add("dqn-hidden", hidden, "Q-network hidden layer sizes");
-  b.add("dqn-buffer", buffer, "replay buffer capacity in transitions (per rank; per agent "
-                              "when not shared)");
+  b.add("dqn-buffer", buffer,
+        "replay buffer capacity in transitions (per rank; per agent "
+        "when not shared)");
   b.add("dqn-batch", batch, "transitions per gradient step (per rank)");
   b.add("dqn-warmup", warmup, "transitions in the buffer before learning starts");
   b.add("dqn-updates", updates, "gradient steps per iteration");
@@ -43,8 +44,10 @@ void DqnConfig::validate() const {
   MARLSCHED_REQUIRE(!hidden.empty(), "--dqn-hidden needs at least one layer");
   for (int h : hidden) MARLSCHED_REQUIRE(h > 0, "--dqn-hidden sizes must be positive");
   MARLSCHED_REQUIRE(batch >= 1, "--dqn-batch must be >= 1, got " << batch);
-  MARLSCHED_REQUIRE(buffer >= batch, "--dqn-buffer (" << buffer << ") must hold at least one "
-                                                      "batch (" << batch << ")");
+  MARLSCHED_REQUIRE(buffer >= batch, "--dqn-buffer (" << buffer
+                                                      << ") must hold at least one "
+                                                         "batch ("
+                                                      << batch << ")");
   MARLSCHED_REQUIRE(warmup >= batch && warmup <= buffer,
                     "--dqn-warmup must be between --dqn-batch and --dqn-buffer, got " << warmup);
   MARLSCHED_REQUIRE(updates >= 0, "--dqn-updates must be >= 0");
@@ -110,8 +113,8 @@ struct Dqn::Impl {
   std::vector<std::int64_t> pend_a;
   std::vector<char> pending;  // [row]
 
-  Impl(const DqnConfig& c, const EnvSpec& sp, const dist::Comm& cm, int num_agents,
-       int first_agent, int local_agents, int copies, std::uint64_t seed)
+  Impl(const DqnConfig& c, const EnvSpec& sp, const dist::Comm& cm, int num_agents, int first_agent,
+       int local_agents, int copies, std::uint64_t seed)
       : cfg(c),
         spec(sp),
         comm(cm),
@@ -139,8 +142,8 @@ struct Dqn::Impl {
     if (cfg.share) dist::broadcast_parameters(online[0]->parameters(), comm);
     for (int i = 0; i < nets; ++i) {
       sync_target(i);
-      opt.push_back(std::make_unique<torch::optim::Adam>(online[static_cast<std::size_t>(i)]->parameters(),
-                                                         torch::optim::AdamOptions(cfg.lr)));
+      opt.push_back(std::make_unique<torch::optim::Adam>(
+          online[static_cast<std::size_t>(i)]->parameters(), torch::optim::AdamOptions(cfg.lr)));
     }
     const auto rows = static_cast<std::size_t>(e * k);
     pend_x.assign(rows * static_cast<std::size_t>(in), 0.f);
@@ -311,7 +314,8 @@ UpdateStats Dqn::update(const PolicyInput& last) {
     for (std::size_t i = 0; i < m.online.size(); ++i) {
       const Replay& rb = m.replay[i];
       for (int b = 0; b < B; ++b) {
-        const auto j = static_cast<std::size_t>(m.sample_rng.below(static_cast<std::uint64_t>(rb.size)));
+        const auto j =
+            static_cast<std::size_t>(m.sample_rng.below(static_cast<std::uint64_t>(rb.size)));
         const auto src = j * static_cast<std::size_t>(m.in);
         std::copy(rb.x.begin() + static_cast<std::ptrdiff_t>(src),
                   rb.x.begin() + static_cast<std::ptrdiff_t>(src + static_cast<std::size_t>(m.in)),
@@ -362,7 +366,8 @@ UpdateStats Dqn::update(const PolicyInput& last) {
       for (std::size_t i = 0; i < m.online.size(); ++i) m.sync_target(static_cast<int>(i));
   }
   m.comm.allreduce_sum(s, 3);
-  const double div = static_cast<double>(steps) * static_cast<double>(m.online.size()) * m.comm.size();
+  const double div =
+      static_cast<double>(steps) * static_cast<double>(m.online.size()) * m.comm.size();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   st.values = {steps ? s[0] / div : nan, steps ? s[1] / div : nan, m.epsilon(),
                steps ? s[2] / div : nan, static_cast<double>(replay_size())};
@@ -405,8 +410,9 @@ void Dqn::save(const std::string& path) const {
     ar.write("replay_x2" + id, part(rb.x2, m.in));
     ar.write("replay_r" + id, part(rb.r, 1));
     ar.write("replay_term" + id, part(rb.term, 1));
-    ar.write("replay_a" + id,
-             torch::from_blob(const_cast<std::int64_t*>(rb.a.data()), {rows}, torch::kInt64).clone());
+    ar.write(
+        "replay_a" + id,
+        torch::from_blob(const_cast<std::int64_t*>(rb.a.data()), {rows}, torch::kInt64).clone());
   }
   // No transition is waiting for its next state here: update() completed them all.
   std::ostringstream rng;
@@ -438,12 +444,12 @@ void Dqn::load_impl(const std::string& path) {
     MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
   }
   const std::vector<std::int64_t> want = {m.n, m.k, m.in, m.na, m.cfg.share ? 1 : 0};
-  MARLSCHED_REQUIRE(meta.numel() == 5 &&
-                        std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
-                    "model '" << path
-                              << "' was trained with a different layout (agents, agents per "
-                                 "rank, observation or action space, or network sharing), or "
-                                 "by another algorithm");
+  MARLSCHED_REQUIRE(
+      meta.numel() == 5 && std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
+      "model '" << path
+                << "' was trained with a different layout (agents, agents per "
+                   "rank, observation or action space, or network sharing), or "
+                   "by another algorithm");
   torch::Tensor cnt;
   ar.read("counters", cnt);
   m.env_steps = cnt[0].item<std::int64_t>();
@@ -469,8 +475,7 @@ void Dqn::load_impl(const std::string& path) {
     MARLSCHED_REQUIRE(size >= 0 && size <= rb.cap && head >= 0 && head < rb.cap &&
                           x.numel() == size * m.in && x2.numel() == size * m.in &&
                           r.numel() == size && term.numel() == size && a.numel() == size,
-                      "model '" << path << "': replay buffer does not fit --dqn-buffer "
-                                << rb.cap);
+                      "model '" << path << "': replay buffer does not fit --dqn-buffer " << rb.cap);
     rb.size = static_cast<int>(size);
     rb.head = static_cast<int>(head);
     std::copy(x.data_ptr<float>(), x.data_ptr<float>() + x.numel(), rb.x.begin());
@@ -503,7 +508,9 @@ std::vector<float> Dqn::q_values(const GlobalObs& g, int local_agent) const {
   std::vector<float> x(static_cast<std::size_t>(m.in));
   nn::agent_input(g, m.pub, m.first + local_agent, x.data());
   torch::NoGradGuard guard;
-  auto q = m.online[static_cast<std::size_t>(m.net_of(local_agent))].ptr()->forward(blob(x, 1, m.in))
+  auto q = m.online[static_cast<std::size_t>(m.net_of(local_agent))]
+               .ptr()
+               ->forward(blob(x, 1, m.in))
                .contiguous();
   return std::vector<float>(q.data_ptr<float>(), q.data_ptr<float>() + m.na);
 }
@@ -549,7 +556,7 @@ def q(self, obs: Tensor, agent: int) -> Tensor:
 
 def probs(self, obs: Tensor, agent: int) -> Tensor:
     v = self.q(obs, agent)
-    return torch.nn.functional.one_hot(torch.argmax(v, -1), self.num_actions).to(v.dtype)
+    return torch.zeros_like(v).scatter(-1, torch.argmax(v, -1, keepdim=True), 1.0)
 
 def forward(self, obs: Tensor, agent: int, deterministic: bool = False) -> Tuple[Tensor, Tensor]:
     p = self.probs(obs, agent)

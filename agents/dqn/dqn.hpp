@@ -33,17 +33,17 @@ struct DqnConfig {
   double lr = 5e-4;
   double gamma = 0.95;
   std::vector<int> hidden{128, 128};
-  int buffer = 50000;       ///< transitions per rank (per agent when not shared)
-  int batch = 128;          ///< transitions per gradient step per rank
-  int warmup = 2000;        ///< transitions in the buffer before learning starts
-  int updates = 32;         ///< gradient steps per iteration
-  int target_every = 250;   ///< gradient steps between target-network copies
-  double eps_start = 1.0;   ///< ε at the start of training
-  double eps_end = 0.05;    ///< ε after eps_decay steps
-  int eps_decay = 3000;     ///< decision steps (act calls while training) of linear ε decay
-  double eps_eval = 0.0;    ///< ε when evaluating without --deterministic
+  int buffer = 50000;      ///< transitions per rank (per agent when not shared)
+  int batch = 128;         ///< transitions per gradient step per rank
+  int warmup = 2000;       ///< transitions in the buffer before learning starts
+  int updates = 32;        ///< gradient steps per iteration
+  int target_every = 250;  ///< gradient steps between target-network copies
+  double eps_start = 1.0;  ///< ε at the start of training
+  double eps_end = 0.05;   ///< ε after eps_decay steps
+  int eps_decay = 3000;    ///< decision steps (act calls while training) of linear ε decay
+  double eps_eval = 0.0;   ///< ε when evaluating without --deterministic
   bool double_dqn = true;
-  bool share = true;        ///< one Q-network for all agents (with agent-id input)
+  bool share = true;  ///< one Q-network for all agents (with agent-id input)
   double huber_delta = 1.0;
   double max_grad_norm = 10.0;
   double team_reward = 0.0;  ///< reward = (1-β)·own + β·mean over agents

@@ -578,9 +578,9 @@ void Mappo::load_impl(const std::string& path) {
 
 const std::vector<StatName>& Mappo::stat_names() const {
   static const std::vector<StatName> names = {
-      {"policy_loss", "loss/policy"},         {"value_loss", "loss/value"},
-      {"entropy", "policy/entropy"},          {"approx_kl", "policy/approx_kl"},
-      {"clip_frac", "policy/clip_frac"},      {"grad_norm_actor", "grad_norm/actor"},
+      {"policy_loss", "loss/policy"},          {"value_loss", "loss/value"},
+      {"entropy", "policy/entropy"},           {"approx_kl", "policy/approx_kl"},
+      {"clip_frac", "policy/clip_frac"},       {"grad_norm_actor", "grad_norm/actor"},
       {"grad_norm_critic", "grad_norm/critic"}};
   return names;
 }

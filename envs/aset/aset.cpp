@@ -39,8 +39,7 @@ void Config::bind(OptionBinder& b) {
   b.add("burst-end", burst_end, "per-interval probability that a burst ends");
   b.add("decision-ms", decision_ms, "decision interval Δ (ms)");
   b.add("edge-episode-steps", episode_steps, "decision intervals per episode");
-  b.add("windows", windows,
-        "exchange windows per interval (0: ceil(Δ / smallest latency), exact)");
+  b.add("windows", windows, "exchange windows per interval (0: ceil(Δ / smallest latency), exact)");
   b.add("shares", shares, "offload shares an action can choose");
   b.add("w-fail", w_fail, "reward penalty per late or dropped query (success = +1)");
 }
@@ -58,20 +57,20 @@ void Config::validate(int num_agents) const {
     MARLSCHED_REQUIRE(num_agents >= 1, "the run needs at least one agent");
   else
     MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) == n,
-                      "the config defines " << n << " edge clusters but the run has "
-                                            << num_agents
+                      "the config defines " << n << " edge clusters but the run has " << num_agents
                                             << " agents (ranks x agents-per-rank); give one "
                                                "--edge-gpus entry per agent or --edge-replicate");
   MARLSCHED_REQUIRE(metros >= 1, "--metros must be >= 1");
   for (double v : {metro_km, region_km, hop_ms})
     MARLSCHED_REQUIRE(v >= 0 && std::isfinite(v), "--metro-km, --region-km, --hop-ms must be >= 0");
-  MARLSCHED_REQUIRE(route_factor >= 1 && std::isfinite(route_factor), "--route-factor must be >= 1");
+  MARLSCHED_REQUIRE(route_factor >= 1 && std::isfinite(route_factor),
+                    "--route-factor must be >= 1");
   MARLSCHED_REQUIRE(cloud_ms > 0 && std::isfinite(cloud_ms), "--cloud-ms must be positive");
   if (!latency_ms.empty()) {
     const std::size_t na = static_cast<std::size_t>(num_agents);
-    MARLSCHED_REQUIRE(latency_ms.size() == na * na,
-                      "--latency-ms needs " << na * na << " values (N x N), got "
-                                            << latency_ms.size());
+    MARLSCHED_REQUIRE(latency_ms.size() == na * na, "--latency-ms needs " << na * na
+                                                                          << " values (N x N), got "
+                                                                          << latency_ms.size());
     for (std::size_t i = 0; i < na; ++i)
       for (std::size_t j = 0; j < na; ++j) {
         const double v = latency_ms[i * na + j];
@@ -84,12 +83,12 @@ void Config::validate(int num_agents) const {
   const std::size_t c = classes.size();
   MARLSCHED_REQUIRE(c > 0 && c <= 255, "--classes: 1 to 255 classes");
   auto per_class = [&](const std::vector<double>& v, const char* flag, bool strictly) {
-    MARLSCHED_REQUIRE(v.size() == c, "--" << flag << " has " << v.size()
-                                          << " values but --classes has " << c);
+    MARLSCHED_REQUIRE(v.size() == c,
+                      "--" << flag << " has " << v.size() << " values but --classes has " << c);
     for (double x : v)
-      MARLSCHED_REQUIRE(std::isfinite(x) && (strictly ? x > 0 : x >= 0),
-                        "--" << flag << " values must be " << (strictly ? "positive" : ">= 0")
-                             << ", got " << x);
+      MARLSCHED_REQUIRE(
+          std::isfinite(x) && (strictly ? x > 0 : x >= 0),
+          "--" << flag << " values must be " << (strictly ? "positive" : ">= 0") << ", got " << x);
   };
   per_class(deadline_ms, "deadline-ms", true);
   per_class(proc_ms, "proc-ms", true);
@@ -98,10 +97,12 @@ void Config::validate(int num_agents) const {
   MARLSCHED_REQUIRE(std::accumulate(mix.begin(), mix.end(), 0.0) > 0, "--mix must not be all zero");
   MARLSCHED_REQUIRE(proc_jitter >= 0 && proc_jitter < 2 && cloud_jitter >= 0 && cloud_jitter < 2,
                     "--proc-jitter and --cloud-jitter must be in [0, 2)");
-  MARLSCHED_REQUIRE(burst_factor >= 0 && std::isfinite(burst_factor), "--burst-factor must be >= 0");
+  MARLSCHED_REQUIRE(burst_factor >= 0 && std::isfinite(burst_factor),
+                    "--burst-factor must be >= 0");
   MARLSCHED_REQUIRE(burst_start >= 0 && burst_start <= 1 && burst_end >= 0 && burst_end <= 1,
                     "--burst-start and --burst-end are probabilities in [0, 1]");
-  MARLSCHED_REQUIRE(decision_ms > 0 && std::isfinite(decision_ms), "--decision-ms must be positive");
+  MARLSCHED_REQUIRE(decision_ms > 0 && std::isfinite(decision_ms),
+                    "--decision-ms must be positive");
   MARLSCHED_REQUIRE(episode_steps > 0, "--edge-episode-steps must be positive");
   MARLSCHED_REQUIRE(windows >= 0 && windows <= 10000, "--windows must be in [0, 10000]");
   MARLSCHED_REQUIRE(!shares.empty(), "--shares needs at least one value");
@@ -128,8 +129,10 @@ Topology make_topology(const Config& cfg, int n) {
       const int m = i % cfg.metros;
       const double a = 2 * pi * m / cfg.metros;
       const double r = cfg.metro_km * std::sqrt(rng.uniform()), b = 2 * pi * rng.uniform();
-      x[static_cast<std::size_t>(i)] = (cfg.metros > 1 ? cfg.region_km * std::cos(a) : 0) + r * std::cos(b);
-      y[static_cast<std::size_t>(i)] = (cfg.metros > 1 ? cfg.region_km * std::sin(a) : 0) + r * std::sin(b);
+      x[static_cast<std::size_t>(i)] =
+          (cfg.metros > 1 ? cfg.region_km * std::cos(a) : 0) + r * std::cos(b);
+      y[static_cast<std::size_t>(i)] =
+          (cfg.metros > 1 ? cfg.region_km * std::sin(a) : 0) + r * std::sin(b);
     }
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j) {
@@ -211,10 +214,6 @@ struct Later {  // min-heap on (time, sequence)
   bool operator()(const Event& a, const Event& b) const {
     return a.t > b.t || (a.t == b.t && a.seq > b.seq);
   }
-};
-struct Wire {  // one query on the wire: its time at the destination and its state
-  double t_at;
-  Query q;
 };
 }  // namespace
 
@@ -330,7 +329,8 @@ void Shard::observe(float* out) const {
   for (int c = 0; c < c_; ++c)
     out[i++] = static_cast<float>(last_.arrived[static_cast<std::size_t>(c)] /
                                   cls_nominal_[static_cast<std::size_t>(c)]);
-  for (int c = 0; c < c_; ++c) out[i++] = static_cast<float>(ewma_success_[static_cast<std::size_t>(c)]);
+  for (int c = 0; c < c_; ++c)
+    out[i++] = static_cast<float>(ewma_success_[static_cast<std::size_t>(c)]);
   for (int j = 0; j < k_; ++j) out[i++] = nbr_load_[static_cast<std::size_t>(j)];
   for (int j = 0; j < k_; ++j) out[i++] = nbr_wait_[static_cast<std::size_t>(j)];
   out[i++] = static_cast<float>(ewma_fwd_);
@@ -352,7 +352,8 @@ void Shard::act(int action, const GlobalObs& global, std::vector<WorkRecord>& /*
   // Neighbour load as exchanged (the allgathered public fields of this step).
   if (global.data != nullptr)
     for (int j = 0; j < k_; ++j) {
-      const float* row = global.row(topo_->nbrs[static_cast<std::size_t>(agent_)][static_cast<std::size_t>(j)]);
+      const float* row =
+          global.row(topo_->nbrs[static_cast<std::size_t>(agent_)][static_cast<std::size_t>(j)]);
       nbr_load_[static_cast<std::size_t>(j)] = row[0];
       nbr_wait_[static_cast<std::size_t>(j)] = row[1];
     }
@@ -584,7 +585,9 @@ std::map<std::string, double> Shard::counters() const {
 
 namespace {
 constexpr std::uint32_t kStateMagic = 0xA5E7'0001;
-void put_acc(ByteWriter& w, const std::vector<double>& a) { w.put_vector(a); }
+void put_acc(ByteWriter& w, const std::vector<double>& a) {
+  w.put_vector(a);
+}
 }  // namespace
 
 std::vector<std::byte> Shard::save_state() const {

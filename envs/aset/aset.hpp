@@ -41,28 +41,28 @@ namespace marlsched::aset {
 
 struct Config : EnvConfig {
   // Clusters (one per agent, in agent order).
-  std::vector<int> gpus{6, 4, 6, 4};                    ///< GPUs (servers) per cluster
-  std::vector<double> rates{800, 540, 800, 540};        ///< mean queries/s per cluster
+  std::vector<int> gpus{6, 4, 6, 4};              ///< GPUs (servers) per cluster
+  std::vector<double> rates{800, 540, 800, 540};  ///< mean queries/s per cluster
   bool replicate = false;  ///< cycle gpus/rates when the run has more agents than entries
 
   // Topology (one-way latencies, generated; see docs/envs/aset.md), or given.
-  int metros = 2;               ///< clusters are spread round-robin over this many metro areas
-  double metro_km = 25;         ///< radius of a metro area
-  double region_km = 150;       ///< radius of the circle the metro centres sit on
-  double hop_ms = 0.5;          ///< switching/queueing per router hop
-  double route_factor = 1.5;    ///< fibre path length / great-circle distance
-  double cloud_ms = 20;         ///< one-way latency from any cluster to the cloud
+  int metros = 2;                  ///< clusters are spread round-robin over this many metro areas
+  double metro_km = 25;            ///< radius of a metro area
+  double region_km = 150;          ///< radius of the circle the metro centres sit on
+  double hop_ms = 0.5;             ///< switching/queueing per router hop
+  double route_factor = 1.5;       ///< fibre path length / great-circle distance
+  double cloud_ms = 20;            ///< one-way latency from any cluster to the cloud
   std::vector<double> latency_ms;  ///< N×N one-way latencies (row = from); overrides the model
   std::uint64_t topology_seed = 7;
-  int neighbours = 2;           ///< K: offload targets per cluster (its K nearest clusters)
+  int neighbours = 2;  ///< K: offload targets per cluster (its K nearest clusters)
 
   // Applications: one DNN model each.
   std::vector<std::string> classes{"mobilenet-v2", "yolov5n", "resnet50", "ssd-resnet34"};
   std::vector<double> deadline_ms{10, 15, 40, 80};
-  std::vector<double> proc_ms{1.5, 3.0, 6.0, 12.0};      ///< per query on an edge GPU
+  std::vector<double> proc_ms{1.5, 3.0, 6.0, 12.0};       ///< per query on an edge GPU
   std::vector<double> cloud_proc_ms{0.8, 1.5, 3.0, 6.0};  ///< per query in the cloud
   std::vector<double> mix{0.3, 0.3, 0.25, 0.15};          ///< share of each class in arrivals
-  double proc_jitter = 0.1;   ///< σ of the lognormal factor on processing times
+  double proc_jitter = 0.1;    ///< σ of the lognormal factor on processing times
   double cloud_jitter = 0.15;  ///< σ of the lognormal factor on the cloud response time
 
   // Bursts: per cluster, per decision interval.
@@ -81,18 +81,16 @@ struct Config : EnvConfig {
 
   void bind(OptionBinder& b) override;
   void validate(int num_agents) const override;
-  int defined_agents() const override {
-    return replicate ? 0 : static_cast<int>(gpus.size());
-  }
+  int defined_agents() const override { return replicate ? 0 : static_cast<int>(gpus.size()); }
 };
 
 /// One-way latencies between clusters and to the cloud, and each cluster's offload targets.
 struct Topology {
   int n = 0;
-  std::vector<double> lat;              ///< [from * n + to], ms
-  std::vector<double> cloud;            ///< per cluster, ms
-  std::vector<std::vector<int>> nbrs;   ///< K nearest other clusters, nearest first
-  double min_lat = 0;                   ///< smallest inter-cluster latency (inf for n = 1)
+  std::vector<double> lat;             ///< [from * n + to], ms
+  std::vector<double> cloud;           ///< per cluster, ms
+  std::vector<std::vector<int>> nbrs;  ///< K nearest other clusters, nearest first
+  double min_lat = 0;                  ///< smallest inter-cluster latency (inf for n = 1)
   double at(int from, int to) const { return lat[static_cast<std::size_t>(from * n + to)]; }
 };
 
@@ -103,8 +101,8 @@ EnvSpec make_spec(const Config& cfg, int num_agents, const Topology& topo);
 
 /// Query state as it travels (also the work record payload, one per query).
 struct Query {
-  double t0 = 0;           ///< arrival at its ingress (ms since the episode start)
-  std::uint64_t id = 0;    ///< ingress << 40 | serial: unique per episode
+  double t0 = 0;         ///< arrival at its ingress (ms since the episode start)
+  std::uint64_t id = 0;  ///< ingress << 40 | serial: unique per episode
   std::int32_t ingress = 0;
   std::uint8_t cls = 0;
   std::uint8_t status = 0;  ///< 0 pending, 1 served (result), 2 dropped (notice)
@@ -118,6 +116,13 @@ struct Event {
   Query q;
   std::uint32_t type = 0;  ///< 0 arrive (to be admitted), 1 done (service ends), 2 result
   std::uint32_t pad = 0;
+};
+
+/// One query on the wire (a work record's payload is a sequence of these): its time at the
+/// destination and its state.
+struct Wire {
+  double t_at = 0;
+  Query q;
 };
 
 /// Latency histogram: log-spaced bins, 10 per decade from 0.1 ms, for p99 across ranks.
