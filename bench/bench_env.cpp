@@ -1,9 +1,13 @@
-// Environment step cost: ns per agent-step of the geodc env (act + advance + delivery of
-// forwarded work), in process, no MPI. Run: build/bench/bench_env
+// Environment step cost, in process, no MPI. Run: build/bench/bench_env
+//   BM_GeoDcStep: ns per agent-step of the geodc env (act + advance + delivery of forwarded work)
+//   BM_AsetEvents: discrete events per second of the aset edge simulation (arrivals, admissions,
+//     completions, results), with the windowed exchange done in process; the load is scaled by
+//     multiplying every cluster's GPUs and query rate (same utilisation, more events per step)
 #include <benchmark/benchmark.h>
 
 #include "agents/baselines/heuristics.hpp"
 #include "envs/registry.hpp"
+#include "aset/aset.hpp"
 #include "geodc/geodc.hpp"
 
 using namespace marlsched;
@@ -50,5 +54,72 @@ static void BM_GeoDcStep(benchmark::State& state) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_GeoDcStep)->Arg(4)->Arg(16)->Arg(64);
+
+static void BM_AsetEvents(benchmark::State& state) {
+  const int scale = static_cast<int>(state.range(0));
+  const bool forward = state.range(1) != 0;
+  const int n = 4;
+  aset::Config cfg;
+  for (auto& g : cfg.gpus) g *= scale;
+  for (auto& r : cfg.rates) r *= scale;
+  auto factory = find_env("aset").make_factory(cfg, n);
+  const EnvSpec& spec = factory->spec();
+  std::vector<std::unique_ptr<Shard>> shards;
+  for (int a = 0; a < n; ++a) {
+    shards.push_back(factory->make_shard(a));
+    shards.back()->reset(1, static_cast<std::uint64_t>(a) + 2);
+  }
+  auto policy = make_heuristic(forward ? "least-loaded" : "local-only", spec, 1, 0);
+  const int d = spec.obs_dim();
+  std::vector<float> g(static_cast<std::size_t>(n * d));
+  std::vector<int> actions;
+  std::vector<std::vector<WorkRecord>> out(static_cast<std::size_t>(n));
+  std::uint64_t episode = 0, events0 = 0;
+  auto events = [&] {
+    std::uint64_t e = 0;
+    for (const auto& sh : shards) e += dynamic_cast<const aset::Shard&>(*sh).events();
+    return e;
+  };
+  auto deliver = [&] {
+    for (auto& box : out) {
+      for (const auto& r : box) shards[static_cast<std::size_t>(r.dest)]->receive(r);
+      box.clear();
+    }
+  };
+  events0 = events();
+  for (auto _ : state) {
+    for (int a = 0; a < n; ++a) shards[static_cast<std::size_t>(a)]->observe(g.data() + a * d);
+    GlobalObs view{g.data(), n, d};
+    PolicyInput in{&spec, 1, n, 0, n, {view}, {0}};
+    policy->act(in, actions);
+    for (int a = 0; a < n; ++a)
+      shards[static_cast<std::size_t>(a)]->act(actions[static_cast<std::size_t>(a)], view,
+                                               out[static_cast<std::size_t>(a)]);
+    for (int w = 0; w < spec.windows; ++w) {
+      for (int a = 0; a < n; ++a)
+        shards[static_cast<std::size_t>(a)]->window(w, out[static_cast<std::size_t>(a)]);
+      deliver();
+    }
+    bool done = false;
+    for (int a = 0; a < n; ++a) done = shards[static_cast<std::size_t>(a)]->advance().truncated;
+    if (done) {
+      ++episode;
+      for (int a = 0; a < n; ++a)
+        shards[static_cast<std::size_t>(a)]->reset(episode, episode * 131 + a);
+    }
+  }
+  const double ev = static_cast<double>(events() - events0);
+  state.counters["events_per_s"] = benchmark::Counter(ev, benchmark::Counter::kIsRate);
+  state.counters["events_per_step"] = ev / static_cast<double>(state.iterations());
+  state.counters["ns_per_event"] =
+      benchmark::Counter(ev, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_AsetEvents)
+    ->ArgNames({"scale", "forward"})
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->Args({100, 0})
+    ->Args({100, 1})
+    ->Args({1000, 1});
 
 BENCHMARK_MAIN();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <sstream>
@@ -315,7 +316,7 @@ void Shard::push(double t, std::uint32_t type, const Query& q) {
 
 void Shard::observe(float* out) const {
   const double cap = gpus_ * cfg_.decision_ms;
-  const double min_free = *std::min_element(free_at_.begin(), free_at_.end());
+  const double min_free = free_at_.front();
   double fin = 0, ok = 0;
   for (int c = 0; c < c_; ++c) {
     const auto cu = static_cast<std::size_t>(c);
@@ -404,8 +405,8 @@ void Shard::local_arrival(double t) {
 }
 
 void Shard::admit(Query q, double t) {
-  auto it = std::min_element(free_at_.begin(), free_at_.end());
-  const double start = std::max(t, *it);
+  // free_at_ is a min-heap of the GPUs' free times: FCFS takes the earliest free GPU.
+  const double start = std::max(t, free_at_.front());
   const double back = q.ingress == agent_ ? 0.0 : topo_->at(agent_, q.ingress);
   const auto cu = static_cast<std::size_t>(q.cls);
   if (start + cfg_.proc_ms[cu] + back - q.t0 > cfg_.deadline_ms[cu]) {
@@ -417,7 +418,9 @@ void Shard::admit(Query q, double t) {
     return;
   }
   const double service = cfg_.proc_ms[cu] * jitter(cfg_.proc_jitter);
-  *it = start + service;
+  std::pop_heap(free_at_.begin(), free_at_.end(), std::greater<>{});
+  free_at_.back() = start + service;
+  std::push_heap(free_at_.begin(), free_at_.end(), std::greater<>{});
   acc_.work_ms += service;
   push(start + service, kDone, q);
 }
@@ -703,6 +706,7 @@ void Shard::load_state(const std::vector<std::byte>& state) {
       cls_dropped_.size() != cs || hist_.size() != static_cast<std::size_t>(kLatBins))
     MARLSCHED_THROW(InputError, "aset shard state: does not match this configuration");
   std::make_heap(heap_.begin(), heap_.end(), Later{});
+  std::make_heap(free_at_.begin(), free_at_.end(), std::greater<>{});
   for (auto& o : out_) o.clear();
 }
 

@@ -185,7 +185,7 @@ class Shard final : public marlsched::Shard {
   bool burst_ = false;
   double next_arrival_ = 0;
   std::uint64_t serial_ = 0, seq_ = 0;
-  std::vector<double> free_at_;
+  std::vector<double> free_at_;  // min-heap of GPU free times
   std::vector<Event> heap_;
   std::vector<std::vector<std::byte>> out_;  // per destination agent, this window
   // Observation state.
