@@ -205,7 +205,10 @@ std::string training_svg(const Table& m, const std::string& run_name) {
        std::vector<std::pair<std::string, std::string>>{{"policy_loss", "policy loss"},
                                                         {"value_loss", "value loss"},
                                                         {"entropy", "entropy"},
-                                                        {"approx_kl", "approx. KL"}})
+                                                        {"approx_kl", "approx. KL"},
+                                                        {"td_loss", "TD loss"},
+                                                        {"q_mean", "mean Q"},
+                                                        {"epsilon", "ε (exploration)"}})
     if (m.col(name) >= 0) panels.emplace_back(title, m.col(name));
   const int rows = (static_cast<int>(panels.size()) + kCols - 1) / kCols;
   std::ostringstream s;
@@ -232,7 +235,10 @@ std::string eval_svg(const Table& e, const std::string& run_name,
   std::vector<int> cols;
   for (int c = 0; c < static_cast<int>(e.header.size()); ++c) {
     const std::string& h = e.header[static_cast<std::size_t>(c)];
-    if (h != "policy" && h != "episodes" && h != "utility_sd") cols.push_back(c);
+    // Per-group metrics ("metric/class") only for the success rate, to keep the figure readable
+    // (eval.csv and eval.md hold them all).
+    const bool grouped = h.find('/') != std::string::npos && h.rfind("success_rate/", 0) != 0;
+    if (h != "policy" && h != "episodes" && h != "utility_sd" && !grouped) cols.push_back(c);
   }
   const int sd = e.col("utility_sd");
   const int n = static_cast<int>(e.rows.size());

@@ -204,6 +204,12 @@ int latency_bin(double ms) {
   const int b = 1 + static_cast<int>(std::floor(10.0 * std::log10(ms / 0.1)));
   return std::min(b, kLatBins - 1);
 }
+std::string latency_bin_key(const std::string& cls, int bin) {
+  char b[8];
+  std::snprintf(b, sizeof b, "%02d", bin);
+  return "latency_bin/" + cls + "/" + b;
+}
+
 double latency_bin_upper(int bin) {
   return 0.1 * std::pow(10.0, bin / 10.0);
 }
@@ -256,7 +262,8 @@ Shard::Shard(std::shared_ptr<const Config> cfg, std::shared_ptr<const EnvSpec> s
   out_.resize(static_cast<std::size_t>(n_));
   cls_arrived_.assign(static_cast<std::size_t>(c_), 0.0);
   cls_success_ = cls_late_ = cls_dropped_ = cls_arrived_;
-  hist_.assign(kLatBins, 0.0);
+  hist_.assign(static_cast<std::size_t>(c_ * kLatBins), 0.0);
+  cls_latency_.assign(static_cast<std::size_t>(c_), 0.0);
   reset(0, 0);
 }
 
@@ -436,7 +443,8 @@ void Shard::finish(const Query& q, double t) {
     const double lat = t - q.t0;
     latency_sum_ += lat;
     acc_.latency += lat;
-    hist_[static_cast<std::size_t>(latency_bin(lat))] += 1;
+    cls_latency_[cu] += lat;
+    hist_[cu * kLatBins + static_cast<std::size_t>(latency_bin(lat))] += 1;
     ok = lat <= cfg_.deadline_ms[cu] + 1e-9;
     if (ok) {
       success_ += 1;
@@ -577,11 +585,9 @@ std::map<std::string, double> Shard::counters() const {
     m["success/" + name] = cls_success_[cu];
     m["late/" + name] = cls_late_[cu];
     m["dropped/" + name] = cls_dropped_[cu];
-  }
-  for (int b = 0; b < kLatBins; ++b) {
-    char key[32];
-    std::snprintf(key, sizeof key, "latency_bin/%02d", b);
-    m[key] = hist_[static_cast<std::size_t>(b)];
+    m["latency_ms_sum/" + name] = cls_latency_[cu];
+    for (int b = 0; b < kLatBins; ++b)
+      m[latency_bin_key(name, b)] = hist_[cu * kLatBins + static_cast<std::size_t>(b)];
   }
   return m;
 }
@@ -633,6 +639,7 @@ std::vector<std::byte> Shard::save_state() const {
   w.put_vector(cls_late_);
   w.put_vector(cls_dropped_);
   w.put_vector(hist_);
+  w.put_vector(cls_latency_);
   w.put(events_);
   return w.bytes();
 }
@@ -701,9 +708,10 @@ void Shard::load_state(const std::vector<std::byte>& state) {
   cls_late_ = r.get_vector<double>();
   cls_dropped_ = r.get_vector<double>();
   hist_ = r.get_vector<double>();
+  cls_latency_ = r.get_vector<double>();
   events_ = r.get<std::uint64_t>();
   if (cls_arrived_.size() != cs || cls_success_.size() != cs || cls_late_.size() != cs ||
-      cls_dropped_.size() != cs || hist_.size() != static_cast<std::size_t>(kLatBins))
+      cls_dropped_.size() != cs || hist_.size() != cs * kLatBins || cls_latency_.size() != cs)
     MARLSCHED_THROW(InputError, "aset shard state: does not match this configuration");
   std::make_heap(heap_.begin(), heap_.end(), Later{});
   std::make_heap(free_at_.begin(), free_at_.end(), std::greater<>{});
@@ -717,34 +725,37 @@ std::vector<std::pair<std::string, double>> summarize(const Config& cfg,
     return it == c.end() ? 0.0 : it->second;
   };
   std::vector<std::pair<std::string, double>> out;
-  const double ok = get("success"), late = get("late"), drop = get("dropped");
-  const double fin = ok + late + drop;
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  out.emplace_back("success_rate", fin > 0 ? ok / fin : nan);
-  out.emplace_back("drop_rate", fin > 0 ? drop / fin : nan);
-  out.emplace_back("late_rate", fin > 0 ? late / fin : nan);
-  out.emplace_back("mean_latency_ms", ok + late > 0 ? get("latency_ms_sum") / (ok + late) : nan);
-  double total = 0;
-  for (int b = 0; b < kLatBins; ++b) {
-    char key[32];
-    std::snprintf(key, sizeof key, "latency_bin/%02d", b);
-    total += get(key);
-  }
-  double p99 = nan, run = 0;
-  for (int b = 0; b < kLatBins && total > 0; ++b) {
-    char key[32];
-    std::snprintf(key, sizeof key, "latency_bin/%02d", b);
-    run += get(key);
-    if (run >= 0.99 * total) {
-      p99 = latency_bin_upper(b);
-      break;
+  // p99 from the summed histograms of some classes: the upper edge of the bin holding it.
+  auto p99 = [&](const std::vector<std::string>& classes) {
+    std::vector<double> h(kLatBins, 0.0);
+    double total = 0;
+    for (const auto& name : classes)
+      for (int b = 0; b < kLatBins; ++b) {
+        h[static_cast<std::size_t>(b)] += get(latency_bin_key(name, b));
+        total += get(latency_bin_key(name, b));
+      }
+    double run = 0;
+    for (int b = 0; b < kLatBins && total > 0; ++b) {
+      run += h[static_cast<std::size_t>(b)];
+      if (run >= 0.99 * total) return latency_bin_upper(b);
     }
-  }
-  out.emplace_back("p99_latency_ms", p99);
-  for (const auto& name : cfg.classes) {
-    const double s = get("success/" + name), l = get("late/" + name), d = get("dropped/" + name);
-    out.emplace_back("success_rate/" + name, s + l + d > 0 ? s / (s + l + d) : nan);
-  }
+    return nan;
+  };
+  // Success, drop and late rates of finished queries, mean and p99 latency of answered ones.
+  auto rates = [&](const std::string& suffix, double ok, double late, double drop, double lat,
+                   double tail) {
+    const double fin = ok + late + drop;
+    out.emplace_back("success_rate" + suffix, fin > 0 ? ok / fin : nan);
+    out.emplace_back("drop_rate" + suffix, fin > 0 ? drop / fin : nan);
+    out.emplace_back("late_rate" + suffix, fin > 0 ? late / fin : nan);
+    out.emplace_back("mean_latency_ms" + suffix, ok + late > 0 ? lat / (ok + late) : nan);
+    out.emplace_back("p99_latency_ms" + suffix, tail);
+  };
+  rates("", get("success"), get("late"), get("dropped"), get("latency_ms_sum"), p99(cfg.classes));
+  for (const auto& name : cfg.classes)
+    rates("/" + name, get("success/" + name), get("late/" + name), get("dropped/" + name),
+          get("latency_ms_sum/" + name), p99({name}));
   return out;
 }
 

@@ -129,6 +129,8 @@ struct Wire {
 constexpr int kLatBins = 41;
 int latency_bin(double ms);
 double latency_bin_upper(int bin);
+/// Counter name of a class's latency histogram bin.
+std::string latency_bin_key(const std::string& cls, int bin);
 
 class Shard final : public marlsched::Shard {
  public:
@@ -197,12 +199,13 @@ class Shard final : public marlsched::Shard {
   double arrived_ = 0, success_ = 0, late_ = 0, dropped_ = 0, abandoned_ = 0, forwarded_ = 0,
          received_ = 0, to_cloud_ = 0, latency_sum_ = 0, late_deliveries_ = 0,
          late_delivery_ms_ = 0;
-  std::vector<double> cls_arrived_, cls_success_, cls_late_, cls_dropped_, hist_;
+  std::vector<double> cls_arrived_, cls_success_, cls_late_, cls_dropped_, cls_latency_;
+  std::vector<double> hist_;  // [class][latency bin]
   std::uint64_t events_ = 0;
 };
 
-/// Success rate, drop rate, late rate, mean and p99 latency, overall and per class, from the
-/// summed counters of every shard.
+/// Success rate, drop rate, late rate, mean and p99 latency, overall and per class
+/// ("success_rate/<class>" ...), from the summed counters of every shard.
 std::vector<std::pair<std::string, double>> summarize(const Config& cfg,
                                                       const std::map<std::string, double>& c);
 

@@ -1,5 +1,6 @@
 #include "train/evaluate.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <sstream>
@@ -67,29 +68,16 @@ bool has_utilization(const EnvSpec& spec) {
 }
 }  // namespace
 
-std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& rows,
-                              bool markdown) {
-  const bool util = has_utilization(spec);
-  std::vector<std::string> head = {"policy", "utility", "± sd"};
-  for (const auto& c : spec.reward_components)
-    if (c != "utilization") head.push_back(c);
-  if (util) head.push_back("gpu_util");
-  if (!rows.empty())
-    for (const auto& m : rows.front().metrics) head.push_back(m.first);
-  std::vector<std::vector<std::string>> cells;
-  auto fmt = [](double v, int prec) {
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(prec) << v;
-    return os.str();
-  };
-  for (const auto& r : rows) {
-    std::vector<std::string> line = {r.policy, fmt(r.utility, 2), fmt(r.utility_sd, 2)};
-    for (std::size_t i = 0; i < spec.reward_components.size(); ++i)
-      if (spec.reward_components[i] != "utilization") line.push_back(fmt(r.components[i], 2));
-    if (util) line.push_back(fmt(r.utilization, 3));
-    for (const auto& m : r.metrics) line.push_back(fmt(m.second, 4));
-    cells.push_back(line);
-  }
+namespace {
+std::string fmt(double v, int prec) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(prec) << v;
+  return os.str();
+}
+
+/// Aligned text (or markdown) table; the first column left-aligned.
+std::string render(const std::vector<std::string>& head,
+                   const std::vector<std::vector<std::string>>& cells, bool markdown) {
   std::vector<std::size_t> w(head.size());
   for (std::size_t j = 0; j < head.size(); ++j) {
     w[j] = head[j].size();
@@ -116,6 +104,58 @@ std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& r
   }
   for (const auto& l : cells) emit(l);
   return os.str();
+}
+}  // namespace
+
+std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& rows,
+                              bool markdown) {
+  const bool util = has_utilization(spec);
+  std::vector<std::string> head = {"policy", "utility", "± sd"};
+  for (const auto& c : spec.reward_components)
+    if (c != "utilization") head.push_back(c);
+  if (util) head.push_back("gpu_util");
+  // Metrics named "metric/group" (per class, say) go to a second table: one row per policy and
+  // group, one column per metric.
+  std::vector<std::string> groups, grouped;
+  if (!rows.empty())
+    for (const auto& m : rows.front().metrics) {
+      const auto slash = m.first.find('/');
+      if (slash == std::string::npos) {
+        head.push_back(m.first);
+        continue;
+      }
+      const std::string metric = m.first.substr(0, slash), group = m.first.substr(slash + 1);
+      if (std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
+      if (std::find(grouped.begin(), grouped.end(), metric) == grouped.end())
+        grouped.push_back(metric);
+    }
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& r : rows) {
+    std::vector<std::string> line = {r.policy, fmt(r.utility, 2), fmt(r.utility_sd, 2)};
+    for (std::size_t i = 0; i < spec.reward_components.size(); ++i)
+      if (spec.reward_components[i] != "utilization") line.push_back(fmt(r.components[i], 2));
+    if (util) line.push_back(fmt(r.utilization, 3));
+    for (const auto& m : r.metrics)
+      if (m.first.find('/') == std::string::npos) line.push_back(fmt(m.second, 4));
+    cells.push_back(line);
+  }
+  std::string out = render(head, cells, markdown);
+  if (groups.empty()) return out;
+  std::vector<std::string> head2 = {"policy", "group"};
+  head2.insert(head2.end(), grouped.begin(), grouped.end());
+  std::vector<std::vector<std::string>> cells2;
+  for (const auto& r : rows)
+    for (const auto& g : groups) {
+      std::vector<std::string> line = {r.policy, g};
+      for (const auto& metric : grouped) {
+        std::string v = "-";
+        for (const auto& m : r.metrics)
+          if (m.first == metric + "/" + g) v = fmt(m.second, 4);
+        line.push_back(v);
+      }
+      cells2.push_back(line);
+    }
+  return out + "\n" + render(head2, cells2, markdown);
 }
 
 std::string format_eval_csv(const EnvSpec& spec, const std::vector<EvalRow>& rows) {

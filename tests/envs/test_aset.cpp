@@ -218,14 +218,28 @@ TEST(Aset, BadConfigsAreRejected) {
 
 TEST(Aset, SummaryMetrics) {
   aset::Config cfg;
-  std::map<std::string, double> c = {
-      {"success", 90}, {"late", 5}, {"dropped", 5}, {"latency_ms_sum", 950}};
-  c["latency_bin/" + std::string(aset::latency_bin(9.0) < 10 ? "0" : "") +
-    std::to_string(aset::latency_bin(9.0))] = 95;
-  const auto m = aset::summarize(cfg, c);
-  EXPECT_DOUBLE_EQ(m[0].second, 0.9);
-  EXPECT_DOUBLE_EQ(m[1].second, 0.05);
-  EXPECT_DOUBLE_EQ(m[3].second, 10.0);
-  EXPECT_GE(m[4].second, 9.0);
-  EXPECT_LT(m[4].second, 9.0 * 1.26);
+  cfg.classes = {"a", "b"};
+  std::map<std::string, double> c = {{"success", 90},       {"late", 5},
+                                     {"dropped", 5},        {"latency_ms_sum", 950},
+                                     {"success/a", 90},     {"late/a", 0},
+                                     {"dropped/a", 5},      {"latency_ms_sum/a", 900},
+                                     {"success/b", 0},      {"late/b", 5},
+                                     {"dropped/b", 0},      {"latency_ms_sum/b", 50}};
+  c[aset::latency_bin_key("a", aset::latency_bin(9.0))] = 90;
+  c[aset::latency_bin_key("b", aset::latency_bin(10.0))] = 5;
+  std::map<std::string, double> m;
+  for (const auto& [k, v] : aset::summarize(cfg, c)) m[k] = v;
+  EXPECT_DOUBLE_EQ(m.at("success_rate"), 0.9);
+  EXPECT_DOUBLE_EQ(m.at("drop_rate"), 0.05);
+  EXPECT_DOUBLE_EQ(m.at("late_rate"), 0.05);
+  EXPECT_DOUBLE_EQ(m.at("mean_latency_ms"), 10.0);
+  EXPECT_GE(m.at("p99_latency_ms"), 10.0);
+  EXPECT_LT(m.at("p99_latency_ms"), 10.0 * 1.26);
+  EXPECT_DOUBLE_EQ(m.at("success_rate/a"), 90.0 / 95.0);
+  EXPECT_DOUBLE_EQ(m.at("drop_rate/a"), 5.0 / 95.0);
+  EXPECT_DOUBLE_EQ(m.at("mean_latency_ms/a"), 10.0);
+  EXPECT_GE(m.at("p99_latency_ms/a"), 9.0);
+  EXPECT_LT(m.at("p99_latency_ms/a"), 9.0 * 1.26);
+  EXPECT_DOUBLE_EQ(m.at("late_rate/b"), 1.0);
+  EXPECT_DOUBLE_EQ(m.at("mean_latency_ms/b"), 10.0);
 }
