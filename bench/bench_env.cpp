@@ -6,8 +6,8 @@
 #include <benchmark/benchmark.h>
 
 #include "agents/baselines/heuristics.hpp"
-#include "envs/registry.hpp"
 #include "aset/aset.hpp"
+#include "envs/registry.hpp"
 #include "geodc/geodc.hpp"
 
 using namespace marlsched;

@@ -80,10 +80,15 @@ void train(Dqn& q, Bandit& b, int iterations, int& t) {
 }
 }  // namespace
 
-TEST(Dqn, LearnsAContextualBanditAndAnnealsEpsilon) {
+class DqnTargets : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(DoubleAndPlain, DqnTargets, ::testing::Bool());
+
+TEST_P(DqnTargets, LearnsAContextualBanditAndAnnealsEpsilon) {
   dist::Comm self(MPI_COMM_SELF, false);
   Bandit b;
-  Dqn q(small(), b.spec, self, 1, 0, 1, 1, 7);
+  DqnConfig cfg = small();
+  cfg.double_dqn = GetParam();
+  Dqn q(cfg, b.spec, self, 1, 0, 1, 1, 7);
   EXPECT_DOUBLE_EQ(q.epsilon(), 1.0);
   int t = 0;
   train(q, b, 40, t);

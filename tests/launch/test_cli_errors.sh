@@ -8,6 +8,12 @@ expect_error "agent count mismatch (2 ranks)" 2 "defines 4 data centers but the 
   mpi 2 "$BIN" train --iterations 1
 expect_error "negative capacity" 2 "gpus: site DE-LU needs a positive GPU count" -- \
   mpi 2 "$BIN" train --agents-per-rank 2 --gpus 64,-4,32,48
+expect_error "aset: cluster count mismatch (2 ranks)" 2 "defines 4 edge clusters but the run has 2 agents" -- \
+  mpi 2 "$BIN" train --env aset --iterations 1
+expect_error "aset: per-class list of the wrong length" 2 "deadline-ms has 2 values but --classes has 4" -- \
+  "$BIN" train --env aset --agents-per-rank 4 --deadline-ms 10,20
+expect_error "dqn: warmup larger than the buffer" 2 "dqn-warmup must be between" -- \
+  "$BIN" train --env aset --algo dqn --agents-per-rank 4 --dqn-buffer 1000 --dqn-warmup 5000
 expect_error "zero time slot" 2 "slot-minutes must divide 60" -- \
   "$BIN" train --agents-per-rank 4 --slot-minutes 0
 printf 'iterations = 2\nagents-per-rank = 4\nlr_actr = 0.1\n' > typo.toml
