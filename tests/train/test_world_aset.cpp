@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "agents/baselines/heuristics.hpp"
 #include "aset/aset.hpp"
 #include "envs/registry.hpp"
@@ -48,6 +51,10 @@ TEST(WorldAset, DistributedEdgeSimulationMatchesOneProcess) {
   const EdgeOutcome serial = run_edge(self, 4);
   EXPECT_GT(dist_run.counters.at("forwarded"), 500);
   EXPECT_EQ(dist_run.counters.at("late_deliveries"), 0);
-  EXPECT_EQ(dist_run.counters, serial.counters);
+  // Every shard evolves identically; counters summed over shards may differ in the last bit of
+  // non-integer sums (latencies) because the reduction order follows the rank layout.
+  ASSERT_EQ(dist_run.counters.size(), serial.counters.size());
+  for (const auto& [key, value] : serial.counters)
+    EXPECT_NEAR(dist_run.counters.at(key), value, 1e-12 * std::max(1.0, std::abs(value))) << key;
   EXPECT_EQ(dist_run.rewards, serial.rewards);
 }
