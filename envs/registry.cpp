@@ -3,6 +3,7 @@
 #include "aset/aset.hpp"
 #include "core/error.hpp"
 #include "geodc/geodc.hpp"
+#include "lstcb/lstcb.hpp"
 
 namespace marlsched {
 
@@ -49,6 +50,29 @@ class AsetFactory final : public EnvFactory {
   std::shared_ptr<const EnvSpec> spec_;
 };
 
+class LstcbFactory final : public EnvFactory {
+ public:
+  LstcbFactory(const lstcb::Config& cfg, int num_agents)
+      : cfg_(std::make_shared<lstcb::Config>(cfg)),
+        spec_(std::make_shared<EnvSpec>(lstcb::make_spec(cfg, num_agents))),
+        profile_(lstcb::select_profile(cfg)),
+        n_(num_agents) {}
+  const EnvSpec& spec() const override { return *spec_; }
+  std::unique_ptr<Shard> make_shard(int agent) const override {
+    return std::make_unique<lstcb::Shard>(cfg_, spec_, profile_, agent, n_);
+  }
+  std::vector<std::pair<std::string, double>> summarize(
+      const std::map<std::string, double>& counters) const override {
+    return lstcb::summarize(counters);
+  }
+
+ private:
+  std::shared_ptr<const lstcb::Config> cfg_;
+  std::shared_ptr<const EnvSpec> spec_;
+  lstcb::Profile profile_;
+  int n_;
+};
+
 }  // namespace
 
 const std::vector<EnvEntry>& env_registry() {
@@ -62,6 +86,13 @@ const std::vector<EnvEntry>& env_registry() {
        [] { return std::make_unique<aset::Config>(); },
        [](const EnvConfig& c, int n) -> std::unique_ptr<EnvFactory> {
          return std::make_unique<AsetFactory>(dynamic_cast<const aset::Config&>(c), n);
+       }},
+      {"lstcb",
+       "energy-efficient batching of inference requests on cooperating edge servers, "
+       "long/short timescales (LSTCB model)",
+       [] { return std::make_unique<lstcb::Config>(); },
+       [](const EnvConfig& c, int n) -> std::unique_ptr<EnvFactory> {
+         return std::make_unique<LstcbFactory>(dynamic_cast<const lstcb::Config&>(c), n);
        }},
   };
   return table;

@@ -101,7 +101,9 @@ struct BaselineSet {
 
 const std::vector<BaselineSet>& baseline_table() {
   static const std::vector<BaselineSet> table = {
-      {"geodc", geodc_names, make_geodc}, {"aset", edge_heuristic_names, make_edge_heuristic}};
+      {"geodc", geodc_names, make_geodc},
+      {"aset", edge_heuristic_names, make_edge_heuristic},
+      {"lstcb", batch_heuristic_names, make_batch_heuristic}};
   return table;
 }
 

@@ -14,6 +14,9 @@
 ///
 /// aset (ASET's static policies; see edge_heuristics.cpp): local-only, cloud-only,
 /// least-loaded, random-proportional.
+///
+/// lstcb (batching baselines; see batch_heuristics.cpp): no-batching, fixed-batch,
+/// timeout-batching, aimd.
 
 #include <memory>
 #include <string>
@@ -30,6 +33,11 @@ const std::vector<std::string>& heuristic_names(const std::string& env = "");
 /// `seed` drives the randomised ones.
 std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
                                        std::uint64_t seed, int rank);
+
+/// The lstcb baselines (batch_heuristics.cpp).
+const std::vector<std::string>& batch_heuristic_names();
+std::unique_ptr<Policy> make_batch_heuristic(const std::string& name, const EnvSpec& spec,
+                                             std::uint64_t seed);
 
 /// The aset baselines (edge_heuristics.cpp).
 const std::vector<std::string>& edge_heuristic_names();

@@ -46,6 +46,12 @@ struct EnvSpec {
   int episode_length = 0;
   /// Exchange windows per step (see the file comment); 1: work moves once per step.
   int windows = 1;
+  /// A factored action space (optional): action = (h0·n1 + h1)·n2 + h2 ..., n_i =
+  /// action_heads[i], whose product is num_actions(); empty: one head.
+  std::vector<int> action_heads;
+  /// With action_heads: head 0 is a long-timescale decision that the env applies only at
+  /// episode steps that are multiples of long_every (the other heads act every step).
+  int long_every = 1;
 
   int obs_dim() const { return static_cast<int>(obs_fields.size()); }
   int num_actions() const { return static_cast<int>(action_names.size()); }

@@ -70,3 +70,9 @@ inline std::string where(const char* file, int line) {
   do {                                                           \
     if (!(cond)) MARLSCHED_THROW(::marlsched::ConfigError, msg); \
   } while (0)
+
+/// Validates input data (a file, a state); throws `marlsched::InputError`.
+#define MARLSCHED_REQUIRE_INPUT(cond, msg)                      \
+  do {                                                          \
+    if (!(cond)) MARLSCHED_THROW(::marlsched::InputError, msg); \
+  } while (0)

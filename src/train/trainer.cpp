@@ -519,6 +519,7 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
     auto h = make_heuristic(b, spec, run.eval_seed, comm.rank());
     rows.push_back(evaluate(*h, factory, comm, es));
   }
+  MARLSCHED_REQUIRE(!rows.empty(), "nothing to evaluate: no learned policy and no baselines");
   if (comm.is_root()) {
     std::cout << "evaluation: " << rows.front().episodes << " episodes per policy, eval seed "
               << run.eval_seed << " (system totals per episode; utility = sum of rewards)\n"

@@ -1,0 +1,699 @@
+#include "lstcb/lstcb.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "core/csv.hpp"
+#include "core/error.hpp"
+#include "core/serialize.hpp"
+
+namespace marlsched::lstcb {
+
+namespace {
+const char* kSource =
+    "latency: weishengchong/Embedded-Deep-Learning README (Caffe forward pass, mean of 100 "
+    "iterations), batch 1 and 64 fitted as a + c*b; power: idle and board power from the vendor "
+    "specifications, busy power p_static + p_dyn*f^3 over the relative clock f (DVFS, as in "
+    "Zeus) [assumption]";
+}  // namespace
+
+const std::vector<Profile>& builtin_profiles() {
+  // Titan X (Maxwell, 250 W board power, about 15 W idle); Jetson TX1 (FP16, about 10 W).
+  static const std::vector<Profile> p = {
+      {"googlenet", "titan-x", 6.6317, 0.97143, 15, 60, 190, kSource},
+      {"alexnet", "titan-x", 2.1683, 0.33175, 15, 60, 190, kSource},
+      {"vgg16", "titan-x", 7.3048, 4.69524, 15, 60, 190, kSource},
+      {"googlenet", "jetson-tx1", 10.7556, 12.94444, 1.5, 3, 7, kSource},
+      {"alexnet", "jetson-tx1", 11.6317, 3.76825, 1.5, 3, 7, kSource},
+  };
+  return p;
+}
+
+std::string profiles_csv(const std::vector<Profile>& ps) {
+  std::ostringstream os;
+  os << "model,gpu,a_ms,c_ms_per_item,p_idle_w,p_static_w,p_dyn_w,source\n";
+  os.precision(10);
+  for (const auto& p : ps)
+    os << p.model << ',' << p.gpu << ',' << p.a_ms << ',' << p.c_ms << ',' << p.p_idle << ','
+       << p.p_static << ',' << p.p_dyn << ",\"" << p.source << "\"\n";
+  return os.str();
+}
+
+std::vector<Profile> load_profiles(const std::string& path) {
+  const auto t = csv::read(path, true);
+  const std::vector<std::string> want = {"model",    "gpu",        "a_ms",    "c_ms_per_item",
+                                         "p_idle_w", "p_static_w", "p_dyn_w", "source"};
+  MARLSCHED_REQUIRE_INPUT(t.header == want, path << ": expected the header "
+                                                 << "model,gpu,a_ms,c_ms_per_item,p_idle_w,"
+                                                    "p_static_w,p_dyn_w,source");
+  std::vector<Profile> out;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    MARLSCHED_REQUIRE_INPUT(t.rows[r].size() == want.size(),
+                            path << ":" << t.line_numbers[r] << ": expected " << want.size()
+                                 << " fields, got " << t.rows[r].size());
+    Profile p{t.rows[r][0],
+              t.rows[r][1],
+              csv::parse_double(t, r, 2),
+              csv::parse_double(t, r, 3),
+              csv::parse_double(t, r, 4),
+              csv::parse_double(t, r, 5),
+              csv::parse_double(t, r, 6),
+              t.rows[r][7]};
+    MARLSCHED_REQUIRE_INPUT(
+        p.a_ms >= 0 && p.c_ms > 0 && p.p_idle >= 0 && p.p_static >= 0 && p.p_dyn >= 0,
+        path << ":" << t.line_numbers[r]
+             << ": latencies and powers must be >= 0 (c_ms_per_item > 0)");
+    out.push_back(p);
+  }
+  MARLSCHED_REQUIRE_INPUT(!out.empty(), path << ": no profile rows");
+  return out;
+}
+
+Profile select_profile(const Config& cfg) {
+  const auto ps = cfg.profile_file.empty() ? builtin_profiles() : load_profiles(cfg.profile_file);
+  std::string known;
+  for (const auto& p : ps) {
+    if (p.model + "/" + p.gpu == cfg.profile) return p;
+    known += (known.empty() ? "" : ", ") + p.model + "/" + p.gpu;
+  }
+  MARLSCHED_THROW(ConfigError,
+                  "--profile: no batch profile '" << cfg.profile << "' (known: " << known << ")");
+}
+
+void Config::bind(OptionBinder& b) {
+  b.group("Env: cooperative batching for edge inference (lstcb)");
+  b.add("batch-rates", rates, "peak request arrivals per second at each edge server");
+  b.add("batch-replicate", replicate, "cycle --batch-rates for more agents");
+  b.add("profile", profile, "model/gpu batch profile (see data/lstcb/batch_profiles.csv)");
+  b.add("profile-file", profile_file, "a batch profile CSV (default: the built-in table)");
+  b.add("slo-ms", slo_ms, "latency SLO of a request (ms)");
+  b.add("link-ms", link_ms, "one-way latency between neighbouring servers (ms)");
+  b.add("batch-neighbours", neighbours, "cooperating neighbours per server (ring order)");
+  b.add("max-batches", max_batches, "maximum batch sizes the long-timescale decision chooses from");
+  b.add("freqs", freqs, "relative GPU clocks the long-timescale decision chooses from");
+  b.add("steer", steer, "shares of new requests a server may steer to its least loaded neighbour");
+  b.add("timeout-ms", timeout_ms, "queue delay after which the timeout mode dispatches");
+  b.add("slot-ms", slot_ms, "short-timescale decision slot (ms)");
+  b.add("window-slots", window_slots, "slots per long-timescale window");
+  b.add("episode-windows", episode_windows, "windows per episode");
+  b.add("levels", levels, "arrival rate levels (x peak); one holds per window");
+  b.add("level-switch", level_switch, "per-window probability that the rate level changes");
+  b.add("bursty", bursty, "short bursts on top of the level (Markov-modulated)");
+  b.add("batch-burst-factor", burst_factor, "rate multiplier during a burst");
+  b.add("batch-burst-start", burst_start, "per-slot probability that a burst starts");
+  b.add("batch-burst-end", burst_end, "per-slot probability that a burst ends");
+  b.add("w-energy", w_energy, "reward penalty per joule");
+  b.add("w-slo", w_slo, "reward penalty per SLO violation");
+}
+
+void Config::validate(int num_agents) const {
+  MARLSCHED_REQUIRE(!rates.empty(), "--batch-rates: at least one server is needed");
+  for (double r : rates)
+    MARLSCHED_REQUIRE(r >= 0 && std::isfinite(r), "--batch-rates must be finite and >= 0");
+  if (replicate)
+    MARLSCHED_REQUIRE(num_agents >= 1, "the run needs at least one agent");
+  else
+    MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) == rates.size(),
+                      "the config defines " << rates.size() << " edge servers but the run has "
+                                            << num_agents
+                                            << " agents (ranks x agents-per-rank); give one "
+                                               "--batch-rates entry per agent or "
+                                               "--batch-replicate");
+  select_profile(*this);
+  MARLSCHED_REQUIRE(slo_ms > 0 && std::isfinite(slo_ms), "--slo-ms must be positive");
+  MARLSCHED_REQUIRE(link_ms > 0 && std::isfinite(link_ms), "--link-ms must be positive");
+  MARLSCHED_REQUIRE(neighbours >= 0, "--batch-neighbours must be >= 0");
+  MARLSCHED_REQUIRE(!max_batches.empty(), "--max-batches needs at least one value");
+  for (int b : max_batches)
+    MARLSCHED_REQUIRE(b >= 1 && b <= 4096, "--max-batches values must be in [1, 4096]");
+  MARLSCHED_REQUIRE(!freqs.empty(), "--freqs needs at least one value");
+  for (double f : freqs) MARLSCHED_REQUIRE(f > 0 && f <= 1, "--freqs values must be in (0, 1]");
+  MARLSCHED_REQUIRE(!steer.empty(), "--steer needs at least one value");
+  for (double s : steer) MARLSCHED_REQUIRE(s >= 0 && s <= 1, "--steer values must be in [0, 1]");
+  MARLSCHED_REQUIRE(timeout_ms >= 0 && std::isfinite(timeout_ms), "--timeout-ms must be >= 0");
+  MARLSCHED_REQUIRE(slot_ms > 0 && std::isfinite(slot_ms), "--slot-ms must be positive");
+  MARLSCHED_REQUIRE(window_slots >= 1, "--window-slots must be >= 1");
+  MARLSCHED_REQUIRE(episode_windows >= 1, "--episode-windows must be >= 1");
+  MARLSCHED_REQUIRE(!levels.empty(), "--levels needs at least one value");
+  for (double l : levels)
+    MARLSCHED_REQUIRE(l >= 0 && std::isfinite(l), "--levels values must be finite and >= 0");
+  for (double p : {level_switch, burst_start, burst_end})
+    MARLSCHED_REQUIRE(
+        p >= 0 && p <= 1,
+        "--level-switch, --batch-burst-start, --batch-burst-end are probabilities in [0, 1]");
+  MARLSCHED_REQUIRE(burst_factor >= 0 && std::isfinite(burst_factor),
+                    "--batch-burst-factor must be >= 0");
+  MARLSCHED_REQUIRE(w_energy >= 0 && w_slo >= 0 && std::isfinite(w_energy) && std::isfinite(w_slo),
+                    "--w-energy and --w-slo must be finite and >= 0");
+  MARLSCHED_REQUIRE(std::ceil(slot_ms / link_ms) <= 1000,
+                    "--slot-ms / --link-ms needs more than 1000 exchange windows");
+}
+
+namespace {
+const char* kModes[] = {"wait", "timeout", "dispatch"};
+int num_short(int k) {
+  return 3 + k;
+}
+int nbr_count(const Config& cfg, int n) {
+  return std::min(cfg.neighbours, n - 1);
+}
+/// Neighbours in ring order: i+1, i-1, i+2, i-2, ... (distinct, not i).
+std::vector<int> ring_neighbours(int i, int n, int k) {
+  std::vector<int> out;
+  for (int d = 1; static_cast<int>(out.size()) < k && d < n; ++d)
+    for (int j : {(i + d) % n, ((i - d) % n + n) % n})
+      if (j != i && std::find(out.begin(), out.end(), j) == out.end() &&
+          static_cast<int>(out.size()) < k)
+        out.push_back(j);
+  return out;
+}
+std::string pct(double v) {
+  return std::to_string(static_cast<int>(std::lround(v * 100))) + "%";
+}
+std::string fstr(double f) {
+  std::ostringstream os;
+  os << f;
+  return os.str();
+}
+constexpr int kBins = 41;  // latency histogram: 10 bins per decade from 0.1 ms
+int bin_of(double ms) {
+  if (!(ms > 0.1)) return 0;
+  return std::min(kBins - 1, 1 + static_cast<int>(std::floor(10.0 * std::log10(ms / 0.1))));
+}
+}  // namespace
+
+EnvSpec make_spec(const Config& cfg, int num_agents) {
+  EnvSpec s;
+  s.name = "lstcb";
+  const int k = nbr_count(cfg, num_agents);
+  s.obs_fields = {"load",      "util",  "rate",         "oldest_wait",  "busy_left",   "batch_cap",
+                  "gpu_clock", "steer", "window_phase", "window_start", "window_viol", "energy"};
+  for (int j = 0; j < k; ++j) s.obs_fields.push_back("nbr" + std::to_string(j + 1) + "_load");
+  s.num_public = 3;
+  std::vector<std::string> longs, shorts;
+  for (int b : cfg.max_batches)
+    for (double f : cfg.freqs)
+      for (double st : cfg.steer)
+        longs.push_back("B" + std::to_string(b) + ",f" + fstr(f) + ",steer" + pct(st));
+  for (const char* m : kModes) shorts.emplace_back(m);
+  for (int j = 0; j < k; ++j) shorts.push_back("dispatch+overflow>nbr" + std::to_string(j + 1));
+  for (const auto& l : longs)
+    for (const auto& sh : shorts) s.action_names.push_back(l + "|" + sh);
+  s.action_heads = {static_cast<int>(longs.size()), static_cast<int>(shorts.size())};
+  s.long_every = cfg.window_slots;
+  s.reward_components = {"energy_j", "served", "violations", "steered", "latency_ms", "busy_ms"};
+  s.episode_length = cfg.episode_slots();
+  s.windows = std::max(1, static_cast<int>(std::ceil(cfg.slot_ms / cfg.link_ms - 1e-9)));
+  return s;
+}
+
+Shard::Shard(std::shared_ptr<const Config> cfg, std::shared_ptr<const EnvSpec> spec,
+             Profile profile, int agent, int num_agents)
+    : cfg_holder_(std::move(cfg)),
+      cfg_(*cfg_holder_),
+      spec_(std::move(spec)),
+      prof_(std::move(profile)),
+      agent_(agent),
+      n_(num_agents),
+      k_(nbr_count(cfg_, num_agents)),
+      nbrs_(ring_neighbours(agent, num_agents, k_)),
+      peak_per_ms_(cfg_.rates[static_cast<std::size_t>(agent) % cfg_.rates.size()] / 1000.0) {
+  out_.resize(static_cast<std::size_t>(n_));
+  hist_.assign(kBins, 0.0);
+  reset(0, 0);
+}
+
+void Shard::reset(std::uint64_t /*world_seed*/, std::uint64_t shard_seed) {
+  // Whatever is still here is abandoned (its time so far counts as its stay, for Little's law).
+  integrate(clock_);
+  for (std::size_t i = head_; i < queue_.size(); ++i) left_ms_ += clock_ - queue_[i].enter;
+  for (const auto& r : batch_) left_ms_ += clock_ - r.enter;
+  abandoned_ += static_cast<double>(queue_.size() - head_ + batch_.size() + inbox_.size());
+  queue_.clear();
+  head_ = 0;
+  batch_.clear();
+  inbox_.clear();
+  for (auto& o : out_) o.clear();
+  rng_.seed(shard_seed);
+  clock_ = slot_start_ = last_t_ = 0;
+  slot_ = 0;
+  busy_until_ = 0;
+  batch_cap_ = cfg_.max_batches.back();
+  freq_ = batch_freq_ = 1.0;
+  mode_ = 1;
+  overflow_to_ = -1;
+  steer_ = 0;
+  steer_to_ = -1;
+  nbr_load_.assign(static_cast<std::size_t>(k_), 0.f);
+  level_ = static_cast<int>(rng_.below(cfg_.levels.size()));
+  const double pb = cfg_.burst_start + cfg_.burst_end > 0
+                        ? cfg_.burst_start / (cfg_.burst_start + cfg_.burst_end)
+                        : 0.0;
+  burst_ = cfg_.bursty && rng_.uniform() < pb;
+  serial_ = 0;
+  s_energy_ = s_served_ = s_viol_ = s_steered_ = s_latency_ = s_busy_ = s_arrived_ = 0;
+  last_util_ = last_arrived_ = last_energy_ = 0;
+  w_served_ = w_viol_ = last_window_viol_ = 0;
+  next_arrival_ = 0;
+  next_arrival();
+}
+
+void Shard::next_arrival() {
+  const double rate = peak_per_ms_ * cfg_.levels[static_cast<std::size_t>(level_)] *
+                      (burst_ ? cfg_.burst_factor : 1.0);
+  if (rate <= 0) {
+    next_arrival_ = std::numeric_limits<double>::infinity();
+    return;
+  }
+  double u = rng_.uniform();
+  while (u <= 0) u = rng_.uniform();
+  next_arrival_ += -std::log(u) / rate;
+}
+
+void Shard::integrate(double t) {
+  const double dt = t - last_t_;
+  if (dt <= 0) return;
+  const double n = static_cast<double>(queue_.size() - head_ + batch_.size());
+  area_ms_ += n * dt;
+  const bool busy = !batch_.empty();
+  const double watts = busy ? prof_.busy_watts(batch_freq_) : prof_.p_idle;
+  energy_j_ += watts * dt / 1000.0;
+  s_energy_ += watts * dt / 1000.0;
+  if (busy) {
+    busy_ms_ += dt;
+    s_busy_ += dt;
+  }
+  sim_ms_ += dt;
+  last_t_ = t;
+}
+
+void Shard::send(int dest, double t, Request r) {
+  r.hops += 1;
+  const Wire w{t + cfg_.link_ms, r};
+  auto& buf = out_[static_cast<std::size_t>(dest)];
+  const auto off = buf.size();
+  buf.resize(off + sizeof w);
+  std::memcpy(buf.data() + off, &w, sizeof w);
+}
+
+void Shard::enqueue(const Request& r, double t) {
+  Request q = r;
+  q.enter = t;
+  queue_.push_back(q);
+  entered_ += 1;
+}
+
+void Shard::arrival(double t) {
+  Request r;
+  r.t0 = r.enter = t;
+  r.id = (static_cast<std::uint64_t>(agent_) << 40) | serial_++;
+  r.origin = agent_;
+  arrived_ += 1;
+  s_arrived_ += 1;
+  if (steer_to_ >= 0 && steer_ > 0 && (steer_ >= 1.0 || rng_.uniform() < steer_)) {
+    steered_ += 1;
+    s_steered_ += 1;
+    send(steer_to_, t, r);
+    return;
+  }
+  enqueue(r, t);
+}
+
+void Shard::try_dispatch(double t) {
+  if (!batch_.empty()) return;
+  const std::size_t q = queue_.size() - head_;
+  if (q == 0) return;
+  const bool full = q >= static_cast<std::size_t>(batch_cap_);
+  bool go = false;
+  if (mode_ == 0)
+    go = full;
+  else if (mode_ == 1)
+    go = full || t - queue_[head_].enter >= cfg_.timeout_ms - 1e-9;
+  else
+    go = true;
+  if (!go) return;
+  const std::size_t b = std::min(q, static_cast<std::size_t>(batch_cap_));
+  batch_.assign(queue_.begin() + static_cast<std::ptrdiff_t>(head_),
+                queue_.begin() + static_cast<std::ptrdiff_t>(head_ + b));
+  head_ += b;
+  if (head_ == queue_.size()) {
+    queue_.clear();
+    head_ = 0;
+  } else if (head_ > 1024 && head_ * 2 > queue_.size()) {
+    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
+  batch_freq_ = freq_;
+  busy_until_ = t + prof_.batch_ms(static_cast<int>(b), batch_freq_);
+  batches_ += 1;
+}
+
+void Shard::complete(double t) {
+  for (const auto& r : batch_) {
+    const double lat = t + (r.origin == agent_ ? 0.0 : cfg_.link_ms) - r.t0;
+    served_ += 1;
+    s_served_ += 1;
+    latency_sum_ += lat;
+    s_latency_ += lat;
+    left_ms_ += t - r.enter;
+    hist_[static_cast<std::size_t>(bin_of(lat))] += 1;
+    if (lat > cfg_.slo_ms + 1e-9) {
+      violations_ += 1;
+      s_viol_ += 1;
+    }
+  }
+  batch_.clear();
+}
+
+double Shard::next_timeout() const {
+  if (mode_ != 1 || !batch_.empty() || head_ == queue_.size())
+    return std::numeric_limits<double>::infinity();
+  return queue_[head_].enter + cfg_.timeout_ms;
+}
+
+void Shard::act(int action, const GlobalObs& global, std::vector<WorkRecord>& /*outbox*/) {
+  const int ns = num_short(k_), na = spec_->num_actions();
+  MARLSCHED_REQUIRE(action >= 0 && action < na,
+                    "lstcb action " << action << " out of range [0, " << na << ")");
+  if (global.data != nullptr)
+    for (int j = 0; j < k_; ++j)
+      nbr_load_[static_cast<std::size_t>(j)] = global.row(nbrs_[static_cast<std::size_t>(j)])[0];
+  if (slot_ % cfg_.window_slots == 0) {  // long timescale: batch cap, clock, steering
+    const int l = action / ns, S = static_cast<int>(cfg_.steer.size()),
+              F = static_cast<int>(cfg_.freqs.size());
+    batch_cap_ = cfg_.max_batches[static_cast<std::size_t>(l / (F * S))];
+    freq_ = cfg_.freqs[static_cast<std::size_t>((l / S) % F)];
+    steer_ = cfg_.steer[static_cast<std::size_t>(l % S)];
+    steer_to_ = -1;
+    float least = std::numeric_limits<float>::infinity();
+    for (int j = 0; j < k_; ++j)
+      if (nbr_load_[static_cast<std::size_t>(j)] < least) {
+        least = nbr_load_[static_cast<std::size_t>(j)];
+        steer_to_ = nbrs_[static_cast<std::size_t>(j)];
+      }
+  }
+  const int sh = action % ns;
+  mode_ = std::min(sh, 2);
+  overflow_to_ = sh >= 3 ? nbrs_[static_cast<std::size_t>(sh - 3)] : -1;
+  if (overflow_to_ >= 0) {  // hand the queue beyond one batch to the neighbour, newest first
+    integrate(slot_start_);
+    while (queue_.size() - head_ > static_cast<std::size_t>(batch_cap_)) {
+      const Request r = queue_.back();
+      queue_.pop_back();
+      left_ms_ += slot_start_ - r.enter;
+      steered_ += 1;
+      s_steered_ += 1;
+      send(overflow_to_, slot_start_, r);
+    }
+  }
+}
+
+void Shard::window(int w, std::vector<WorkRecord>& outbox) {
+  const int W = spec_->windows;
+  const double t_end =
+      w + 1 == W ? slot_start_ + cfg_.slot_ms : slot_start_ + cfg_.slot_ms * (w + 1) / W;
+  auto later = [](const Wire& a, const Wire& b) {
+    return a.t_at > b.t_at || (a.t_at == b.t_at && a.r.id > b.r.id);
+  };
+  if (w == 0) try_dispatch(slot_start_);  // the slot's mode may dispatch at once
+  const double inf = std::numeric_limits<double>::infinity();
+  for (;;) {
+    const double tc = batch_.empty() ? inf : busy_until_;
+    const double ti = inbox_.empty() ? inf : inbox_.front().t_at;
+    const double ta = next_arrival_, tt = next_timeout();
+    const double t = std::min({tc, ti, ta, tt});
+    if (t >= t_end) break;
+    integrate(t);
+    if (t == tc) {
+      complete(t);
+    } else if (t == ti) {
+      std::pop_heap(inbox_.begin(), inbox_.end(), later);
+      const Request r = inbox_.back().r;
+      inbox_.pop_back();
+      enqueue(r, t);
+    } else if (t == ta) {
+      arrival(t);
+      next_arrival();
+    }
+    try_dispatch(t);
+  }
+  integrate(t_end);
+  clock_ = t_end;
+  for (int d = 0; d < n_; ++d) {
+    auto& buf = out_[static_cast<std::size_t>(d)];
+    if (buf.empty()) continue;
+    WorkRecord rec;
+    rec.dest = d;
+    rec.payload = std::move(buf);
+    buf.clear();
+    outbox.push_back(std::move(rec));
+  }
+}
+
+void Shard::receive(const WorkRecord& record) {
+  MARLSCHED_CHECK(record.payload.size() % sizeof(Wire) == 0, "lstcb: malformed work record");
+  auto later = [](const Wire& a, const Wire& b) {
+    return a.t_at > b.t_at || (a.t_at == b.t_at && a.r.id > b.r.id);
+  };
+  for (std::size_t i = 0; i < record.payload.size() / sizeof(Wire); ++i) {
+    Wire w;
+    std::memcpy(&w, record.payload.data() + i * sizeof(Wire), sizeof w);
+    if (w.t_at < clock_) {
+      late_deliveries_ += 1;
+      w.t_at = clock_;
+    }
+    received_ += 1;
+    inbox_.push_back(w);
+    std::push_heap(inbox_.begin(), inbox_.end(), later);
+  }
+}
+
+StepOutcome Shard::advance() {
+  StepOutcome o;
+  const double nominal = std::max(1e-9, peak_per_ms_ * cfg_.slot_ms);
+  o.reward = -(cfg_.w_energy * s_energy_ + cfg_.w_slo * s_viol_) / nominal;
+  o.components = {s_energy_, s_served_, s_viol_, s_steered_, s_latency_, s_busy_};
+  last_util_ = s_busy_ / cfg_.slot_ms;
+  last_arrived_ = s_arrived_;
+  last_energy_ = s_energy_;
+  w_served_ += s_served_;
+  w_viol_ += s_viol_;
+  s_energy_ = s_served_ = s_viol_ = s_steered_ = s_latency_ = s_busy_ = s_arrived_ = 0;
+  slot_ += 1;
+  slot_start_ = slot_ * cfg_.slot_ms;
+  clock_ = slot_start_;
+  bool redraw = false;
+  if (slot_ % cfg_.window_slots == 0) {
+    last_window_viol_ = w_served_ > 0 ? w_viol_ / w_served_ : 0.0;
+    w_served_ = w_viol_ = 0;
+    if (cfg_.levels.size() > 1 && rng_.uniform() < cfg_.level_switch) {
+      const int other = static_cast<int>(rng_.below(cfg_.levels.size() - 1));
+      level_ = other >= level_ ? other + 1 : other;
+      redraw = true;
+    }
+  }
+  if (cfg_.bursty) {
+    const bool was = burst_;
+    burst_ = burst_ ? !(rng_.uniform() < cfg_.burst_end) : rng_.uniform() < cfg_.burst_start;
+    redraw = redraw || burst_ != was;
+  }
+  if (redraw) {  // memoryless: the next arrival is redrawn at the new rate from the slot start
+    next_arrival_ = slot_start_;
+    next_arrival();
+  }
+  o.truncated = slot_ >= cfg_.episode_slots();
+  return o;
+}
+
+void Shard::observe(float* out) const {
+  const double nominal = std::max(1e-9, peak_per_ms_ * cfg_.slot_ms);
+  const double bmax = static_cast<double>(cfg_.max_batches.back());
+  const std::size_t q = queue_.size() - head_;
+  int i = 0;
+  out[i++] = static_cast<float>(static_cast<double>(q) / bmax);
+  out[i++] = static_cast<float>(last_util_);
+  out[i++] = static_cast<float>(last_arrived_ / nominal);
+  out[i++] = static_cast<float>(q > 0 ? (clock_ - queue_[head_].enter) / cfg_.slo_ms : 0.0);
+  out[i++] = static_cast<float>(batch_.empty() ? 0.0 : (busy_until_ - clock_) / cfg_.slo_ms);
+  out[i++] = static_cast<float>(batch_cap_ / bmax);
+  out[i++] = static_cast<float>(freq_);
+  out[i++] = static_cast<float>(steer_);
+  out[i++] =
+      static_cast<float>((slot_ % cfg_.window_slots) / static_cast<double>(cfg_.window_slots));
+  out[i++] = slot_ % cfg_.window_slots == 0 ? 1.f : 0.f;
+  out[i++] = static_cast<float>(last_window_viol_);
+  out[i++] = static_cast<float>(last_energy_ / nominal);
+  for (int j = 0; j < k_; ++j) out[i++] = nbr_load_[static_cast<std::size_t>(j)];
+}
+
+Shard::Little Shard::little() const {
+  double here = 0;
+  for (std::size_t i = head_; i < queue_.size(); ++i) here += last_t_ - queue_[i].enter;
+  for (const auto& r : batch_) here += last_t_ - r.enter;
+  return {area_ms_, left_ms_, here};
+}
+
+std::map<std::string, double> Shard::counters() const {
+  const auto l = little();
+  std::map<std::string, double> m = {
+      {"arrived", arrived_},
+      {"entered", entered_},
+      {"served", served_},
+      {"violations", violations_},
+      {"steered", steered_},
+      {"received", received_},
+      {"abandoned", abandoned_},
+      {"in_system", static_cast<double>(queue_.size() - head_ + batch_.size())},
+      {"in_inbox", static_cast<double>(inbox_.size())},
+      {"energy_j", energy_j_},
+      {"busy_ms", busy_ms_},
+      {"sim_ms", sim_ms_},
+      {"latency_ms_sum", latency_sum_},
+      {"area_ms", l.area_ms},
+      {"left_ms", l.left_ms},
+      {"here_ms", l.here_ms},
+      {"batches", batches_},
+      {"late_deliveries", late_deliveries_}};
+  for (int b = 0; b < kBins; ++b) {
+    char key[32];
+    std::snprintf(key, sizeof key, "latency_bin/%02d", b);
+    m[key] = hist_[static_cast<std::size_t>(b)];
+  }
+  return m;
+}
+
+namespace {
+constexpr std::uint32_t kMagic = 0x15CB'0001;
+}
+
+std::vector<std::byte> Shard::save_state() const {
+  ByteWriter w;
+  w.put(kMagic);
+  w.put<std::int32_t>(agent_);
+  std::ostringstream rng;
+  rng << rng_.engine();
+  w.put_string(rng.str());
+  w.put_vector(std::vector<std::int32_t>{batch_cap_, mode_, overflow_to_, steer_to_, level_,
+                                         burst_ ? 1 : 0, slot_});
+  w.put_vector(std::vector<double>{freq_,           steer_,
+                                   next_arrival_,   clock_,
+                                   slot_start_,     last_t_,
+                                   busy_until_,     batch_freq_,
+                                   batch_start_,    s_energy_,
+                                   s_served_,       s_viol_,
+                                   s_steered_,      s_latency_,
+                                   s_busy_,         s_arrived_,
+                                   last_util_,      last_arrived_,
+                                   last_energy_,    w_served_,
+                                   w_viol_,         last_window_viol_,
+                                   arrived_,        entered_,
+                                   served_,         violations_,
+                                   steered_,        received_,
+                                   abandoned_,      energy_j_,
+                                   busy_ms_,        sim_ms_,
+                                   latency_sum_,    area_ms_,
+                                   left_ms_,        batches_,
+                                   late_deliveries_});
+  w.put_vector(nbr_load_);
+  w.put(serial_);
+  w.put_vector(
+      std::vector<Request>(queue_.begin() + static_cast<std::ptrdiff_t>(head_), queue_.end()));
+  w.put_vector(batch_);
+  w.put_vector(inbox_);
+  w.put_vector(hist_);
+  return w.bytes();
+}
+
+void Shard::load_state(const std::vector<std::byte>& state) {
+  ByteReader r(state.data(), state.size(), "lstcb shard state");
+  if (r.get<std::uint32_t>() != kMagic || r.get<std::int32_t>() != agent_)
+    MARLSCHED_THROW(InputError, "lstcb shard state: wrong magic or agent");
+  std::istringstream rng(r.get_string());
+  rng >> rng_.engine();
+  if (!rng) MARLSCHED_THROW(InputError, "lstcb shard state: bad RNG state");
+  const auto iv = r.get_vector<std::int32_t>();
+  const auto dv = r.get_vector<double>();
+  if (iv.size() != 7 || dv.size() != 37)
+    MARLSCHED_THROW(InputError, "lstcb shard state: wrong layout");
+  batch_cap_ = iv[0];
+  mode_ = iv[1];
+  overflow_to_ = iv[2];
+  steer_to_ = iv[3];
+  level_ = iv[4];
+  burst_ = iv[5] != 0;
+  slot_ = iv[6];
+  double* dst[] = {&freq_,           &steer_,
+                   &next_arrival_,   &clock_,
+                   &slot_start_,     &last_t_,
+                   &busy_until_,     &batch_freq_,
+                   &batch_start_,    &s_energy_,
+                   &s_served_,       &s_viol_,
+                   &s_steered_,      &s_latency_,
+                   &s_busy_,         &s_arrived_,
+                   &last_util_,      &last_arrived_,
+                   &last_energy_,    &w_served_,
+                   &w_viol_,         &last_window_viol_,
+                   &arrived_,        &entered_,
+                   &served_,         &violations_,
+                   &steered_,        &received_,
+                   &abandoned_,      &energy_j_,
+                   &busy_ms_,        &sim_ms_,
+                   &latency_sum_,    &area_ms_,
+                   &left_ms_,        &batches_,
+                   &late_deliveries_};
+  for (std::size_t i = 0; i < dv.size(); ++i) *dst[i] = dv[i];
+  nbr_load_ = r.get_vector<float>();
+  serial_ = r.get<std::uint64_t>();
+  queue_ = r.get_vector<Request>();
+  head_ = 0;
+  batch_ = r.get_vector<Request>();
+  inbox_ = r.get_vector<Wire>();
+  hist_ = r.get_vector<double>();
+  if (nbr_load_.size() != static_cast<std::size_t>(k_) || hist_.size() != kBins)
+    MARLSCHED_THROW(InputError, "lstcb shard state: does not match this configuration");
+  auto later = [](const Wire& a, const Wire& b) {
+    return a.t_at > b.t_at || (a.t_at == b.t_at && a.r.id > b.r.id);
+  };
+  std::make_heap(inbox_.begin(), inbox_.end(), later);
+  for (auto& o : out_) o.clear();
+}
+
+std::vector<std::pair<std::string, double>> summarize(const std::map<std::string, double>& c) {
+  auto get = [&](const std::string& k) {
+    const auto it = c.find(k);
+    return it == c.end() ? 0.0 : it->second;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double served = get("served"), sim = get("sim_ms");
+  std::vector<std::pair<std::string, double>> out;
+  out.emplace_back("energy_per_inference_j", served > 0 ? get("energy_j") / served : nan);
+  out.emplace_back("slo_violation_rate", served > 0 ? get("violations") / served : nan);
+  out.emplace_back("mean_latency_ms", served > 0 ? get("latency_ms_sum") / served : nan);
+  double total = 0;
+  std::vector<double> h(kBins);
+  for (int b = 0; b < kBins; ++b) {
+    char key[32];
+    std::snprintf(key, sizeof key, "latency_bin/%02d", b);
+    h[static_cast<std::size_t>(b)] = get(key);
+    total += h[static_cast<std::size_t>(b)];
+  }
+  double p99 = nan, run = 0;
+  for (int b = 0; b < kBins && total > 0; ++b) {
+    run += h[static_cast<std::size_t>(b)];
+    if (run >= 0.99 * total) {
+      p99 = 0.1 * std::pow(10.0, b / 10.0);
+      break;
+    }
+  }
+  out.emplace_back("p99_latency_ms", p99);
+  out.emplace_back("gpu_util", sim > 0 ? get("busy_ms") / sim : nan);
+  // sim_ms sums every server's simulated time: requests per second per server.
+  out.emplace_back("throughput_rps", sim > 0 ? served / sim * 1000.0 : nan);
+  out.emplace_back("mean_batch", get("batches") > 0 ? served / get("batches") : nan);
+  return out;
+}
+
+}  // namespace marlsched::lstcb
