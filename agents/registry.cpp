@@ -14,7 +14,7 @@ double Learner::stat(const UpdateStats& st, const std::string& column) const {
 }
 
 const std::vector<std::string>& learner_names() {
-  static const std::vector<std::string> names = {"mappo", "dqn"};
+  static const std::vector<std::string> names = {"mappo", "dqn", "tsdqn"};
   return names;
 }
 
@@ -29,24 +29,28 @@ namespace {
 void LearnerConfigs::validate(const std::string& algo) const {
   if (algo == "mappo") return mappo.validate();
   if (algo == "dqn") return dqn.validate();
+  if (algo == "tsdqn") {
+    dqn.validate();
+    return tsdqn.validate();
+  }
   unknown(algo);
 }
 
 int LearnerConfigs::rollout_steps(const std::string& algo) const {
   if (algo == "mappo") return mappo.rollout_steps;
-  if (algo == "dqn") return dqn.rollout_steps;
+  if (algo == "dqn" || algo == "tsdqn") return dqn.rollout_steps;
   unknown(algo);
 }
 
 double LearnerConfigs::team_reward(const std::string& algo) const {
   if (algo == "mappo") return mappo.team_reward;
-  if (algo == "dqn") return dqn.team_reward;
+  if (algo == "dqn" || algo == "tsdqn") return dqn.team_reward;
   unknown(algo);
 }
 
 bool LearnerConfigs::shared(const std::string& algo) const {
   if (algo == "mappo") return mappo.share_actor;
-  if (algo == "dqn") return dqn.share;
+  if (algo == "dqn" || algo == "tsdqn") return dqn.share;
   unknown(algo);
 }
 
@@ -55,6 +59,9 @@ std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConf
                                       int first_agent, int local_agents, int copies,
                                       std::uint64_t seed) {
   cfg.validate(algo);
+  if (algo == "tsdqn")
+    return std::make_unique<TwoTimescaleDqn>(cfg.tsdqn, cfg.dqn, spec, comm, num_agents,
+                                             first_agent, local_agents, copies, seed);
   if (algo == "dqn")
     return std::make_unique<Dqn>(cfg.dqn, spec, comm, num_agents, first_agent, local_agents, copies,
                                  seed);
@@ -85,6 +92,9 @@ void export_learners(const std::string& algo, const std::vector<const Learner*>&
                       "the method q(obs, agent))");
     return Dqn::export_torchscript(as<Dqn>(ranks), path, metadata);
   }
+  MARLSCHED_REQUIRE(algo != "tsdqn",
+                    "export: two-timescale DQN (tsdqn) policies cannot be exported yet; evaluate "
+                    "them with `marlsched eval --model RUN_DIR`");
   unknown(algo);
 }
 

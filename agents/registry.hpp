@@ -10,6 +10,7 @@
 #include "agents/dqn/dqn.hpp"
 #include "agents/learner.hpp"
 #include "agents/mappo/mappo.hpp"
+#include "agents/tsdqn/tsdqn.hpp"
 
 namespace marlsched {
 
@@ -17,9 +18,11 @@ namespace marlsched {
 struct LearnerConfigs {
   MappoConfig mappo;
   DqnConfig dqn;
+  TsdqnConfig tsdqn;  ///< with `dqn` for its short head
   void bind(OptionBinder& b) {
     mappo.bind(b);
     dqn.bind(b);
+    tsdqn.bind(b);
   }
   /// Validates the named learner's options; throws ConfigError for an unknown name.
   void validate(const std::string& algo) const;

@@ -26,6 +26,7 @@
 #include "geodc/traces.hpp"
 #include "geodc/workload.hpp"
 #include "io/trajectory.hpp"
+#include "lstcb/lstcb.hpp"
 #include "report.hpp"
 #include "slurm.hpp"
 #include "train/checkpoint.hpp"
@@ -432,6 +433,9 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   gen->add_option("--out", gen_out, "output directory")->capture_default_str();
   gen->add_option("--days", gen_days, "days of hourly trace per zone")->capture_default_str();
   gen->add_option("--tasks", gen_tasks, "rows of the sample pai_task_table")->capture_default_str();
+  std::string gen_profiles = "data/lstcb/batch_profiles.csv";
+  gen->add_option("--profiles-out", gen_profiles, "where to write the lstcb batch profiles")
+      ->capture_default_str();
   auto* list = app.add_subcommand("list", "list environments, learners and baselines");
   auto* exp = app.add_subcommand(
       "export",
@@ -660,6 +664,10 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         geodc::write_pai_task_table(gen_out + "/pai_task_table_sample.csv", gen_tasks, 2020);
         std::cout << "wrote synthetic traces for " << geodc::builtin_zones().size()
                   << " zones and a pai_task_table sample into " << gen_out << std::endl;
+        const auto dir = std::filesystem::path(gen_profiles).parent_path();
+        if (!dir.empty()) std::filesystem::create_directories(dir);
+        write_file_atomic(gen_profiles, lstcb::profiles_csv(lstcb::builtin_profiles()));
+        std::cout << "wrote the lstcb batch profiles to " << gen_profiles << std::endl;
       }
       return 0;
     }

@@ -1,6 +1,7 @@
 #include "agents/dqn/dqn.hpp"
 
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -384,6 +385,13 @@ const std::vector<StatName>& Dqn::stat_names() const {
 }
 
 void Dqn::save(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary);
+  save(out);
+  out.flush();
+  MARLSCHED_REQUIRE_INPUT(static_cast<bool>(out), "cannot write model '" << path << "'");
+}
+
+void Dqn::save(std::ostream& out) const {
   const auto& m = *impl_;
   torch::serialize::OutputArchive ar;
   ar.write("meta", torch::tensor({static_cast<std::int64_t>(m.n), static_cast<std::int64_t>(m.k),
@@ -421,24 +429,30 @@ void Dqn::save(const std::string& path) const {
   ar.write("rng", torch::from_blob(const_cast<char*>(rs.data()),
                                    {static_cast<std::int64_t>(rs.size())}, torch::kUInt8)
                       .clone());
-  ar.save_to(path);
+  ar.save_to(out);
 }
 
 void Dqn::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  MARLSCHED_REQUIRE_INPUT(static_cast<bool>(in), "cannot read model '" << path << "'");
+  load(in, path);
+}
+
+void Dqn::load(std::istream& in, const std::string& path) {
   try {
-    load_impl(path);
+    load_impl(in, path);
   } catch (const c10::Error&) {
     MARLSCHED_THROW(InputError,
                     "cannot read model '" << path << "': corrupted or not a marlsched DQN model");
   }
 }
 
-void Dqn::load_impl(const std::string& path) {
+void Dqn::load_impl(std::istream& in, const std::string& path) {
   auto& m = *impl_;
   torch::serialize::InputArchive ar;
   torch::Tensor meta;
   try {
-    ar.load_from(path);
+    ar.load_from(in);
     ar.read("meta", meta);
   } catch (const c10::Error&) {
     MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");

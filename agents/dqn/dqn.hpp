@@ -19,6 +19,7 @@
 /// Statistics: td_loss, q_mean, epsilon, grad_norm, replay_size.
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,6 +77,9 @@ class Dqn final : public Learner {
   /// resumed run continues exactly).
   void save(const std::string& path) const override;
   void load(const std::string& path) override;
+  /// The same to and from a stream (`name` names it in errors), for learners built on DQN.
+  void save(std::ostream& out) const;
+  void load(std::istream& in, const std::string& name);
   bool shared_parameters_identical() const override;
   std::uint64_t shared_parameter_digest() const override;
 
@@ -93,7 +97,7 @@ class Dqn final : public Learner {
                                  const std::string& metadata);
 
  private:
-  void load_impl(const std::string& path);
+  void load_impl(std::istream& in, const std::string& path);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

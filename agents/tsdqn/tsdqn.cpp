@@ -1,0 +1,259 @@
+#include "agents/tsdqn/tsdqn.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "core/serialize.hpp"
+
+namespace marlsched {
+
+void TsdqnConfig::bind(OptionBinder& b) {
+  b.group("Agent: two-timescale DQN (tsdqn; the short head takes the DQN options)");
+  b.add("ts-long-lr", long_lr, "learning rate of the long-timescale head");
+  b.add("ts-long-batch", long_batch, "minibatch of the long-timescale head");
+  b.add("ts-long-warmup", long_warmup, "window transitions before the long head learns");
+  b.add("ts-long-updates", long_updates, "gradient steps of the long head per iteration");
+  b.add("ts-long-target-every", long_target_every, "long head: steps between target copies");
+  b.add("ts-long-eps-decay", long_eps_decay, "windows of linear ε decay of the long head");
+}
+
+void TsdqnConfig::validate() const {
+  MARLSCHED_REQUIRE(long_lr > 0 && std::isfinite(long_lr), "--ts-long-lr must be positive");
+  MARLSCHED_REQUIRE(long_batch >= 1, "--ts-long-batch must be >= 1");
+  MARLSCHED_REQUIRE(long_warmup >= long_batch, "--ts-long-warmup must be >= --ts-long-batch");
+  MARLSCHED_REQUIRE(long_updates >= 0, "--ts-long-updates must be >= 0");
+  MARLSCHED_REQUIRE(long_target_every >= 1, "--ts-long-target-every must be >= 1");
+  MARLSCHED_REQUIRE(long_eps_decay >= 1, "--ts-long-eps-decay must be >= 1");
+}
+
+DqnConfig TsdqnConfig::long_head(const DqnConfig& s, int window) const {
+  DqnConfig l = s;
+  l.lr = long_lr;
+  l.batch = long_batch;
+  l.warmup = long_warmup;
+  l.buffer = std::max(s.buffer / std::max(1, window), long_warmup);
+  l.updates = long_updates;
+  l.target_every = long_target_every;
+  l.eps_decay = long_eps_decay;
+  l.gamma = std::pow(s.gamma, window);
+  return l;
+}
+
+namespace {
+constexpr std::uint32_t kMagic = 0x75D0'0001;
+
+EnvSpec head_spec(const EnvSpec& env, int head) {
+  EnvSpec s = env;
+  const int L = env.action_heads[0], S = env.action_heads[1];
+  s.action_names.clear();
+  for (int i = 0; i < (head == 0 ? L : S); ++i) {
+    const std::string& full = env.action_names[static_cast<std::size_t>(head == 0 ? i * S : i)];
+    const auto bar = full.find('|');
+    s.action_names.push_back(bar == std::string::npos ? full
+                             : head == 0              ? full.substr(0, bar)
+                                                      : full.substr(bar + 1));
+  }
+  s.action_heads.clear();
+  s.long_every = 1;
+  return s;
+}
+}  // namespace
+
+struct TwoTimescaleDqn::Impl {
+  EnvSpec long_spec, short_spec;
+  std::unique_ptr<Dqn> lo, sh;
+  int S, W, rows;
+  double gamma;
+  bool training = true;
+  bool long_open = false;     // the long head acted; its window is not recorded yet
+  std::vector<int> long_act;  // the long decision in force, per row
+  std::vector<float> acc;     // discounted reward since the window start, per row
+  double disc = 1;
+  std::vector<float> logp, value;
+  std::vector<int> la, sa;
+  std::vector<StatName> names;
+};
+
+TwoTimescaleDqn::TwoTimescaleDqn(const TsdqnConfig& ts, const DqnConfig& dqn, const EnvSpec& spec,
+                                 const dist::Comm& comm, int num_agents, int first_agent,
+                                 int local_agents, int copies, std::uint64_t seed)
+    : impl_(std::make_unique<Impl>()) {
+  auto& m = *impl_;
+  MARLSCHED_REQUIRE(spec.action_heads.size() == 2 && spec.long_every >= 1,
+                    "tsdqn needs an env with a long and a short action head (e.g. lstcb); env '"
+                        << spec.name << "' has " << spec.action_heads.size() << " heads");
+  MARLSCHED_REQUIRE(spec.episode_length % spec.long_every == 0,
+                    "tsdqn: episodes (" << spec.episode_length
+                                        << " steps) must hold whole windows of "
+                                        << spec.long_every);
+  m.S = spec.action_heads[1];
+  m.W = spec.long_every;
+  m.rows = copies * local_agents;
+  m.gamma = dqn.gamma;
+  m.long_spec = head_spec(spec, 0);
+  m.short_spec = head_spec(spec, 1);
+  m.lo = std::make_unique<Dqn>(ts.long_head(dqn, m.W), m.long_spec, comm, num_agents, first_agent,
+                               local_agents, copies, derive_seed(seed, {0x1046}));
+  m.sh = std::make_unique<Dqn>(dqn, m.short_spec, comm, num_agents, first_agent, local_agents,
+                               copies, derive_seed(seed, {0x5407}));
+  m.long_act.assign(static_cast<std::size_t>(m.rows), 0);
+  m.acc.assign(static_cast<std::size_t>(m.rows), 0.f);
+  for (const char* head : {"long_", "short_"})
+    for (const auto& n : m.sh->stat_names())
+      m.names.push_back({head + n.column, std::string(head, std::strlen(head) - 1) + "/" + n.tag});
+}
+
+TwoTimescaleDqn::~TwoTimescaleDqn() = default;
+
+void TwoTimescaleDqn::set_training(bool t) {
+  impl_->training = t;
+  impl_->lo->set_training(t);
+  impl_->sh->set_training(t);
+}
+void TwoTimescaleDqn::set_deterministic(bool d) {
+  impl_->lo->set_deterministic(d);
+  impl_->sh->set_deterministic(d);
+}
+const Dqn& TwoTimescaleDqn::long_head() const {
+  return *impl_->lo;
+}
+const Dqn& TwoTimescaleDqn::short_head() const {
+  return *impl_->sh;
+}
+
+void TwoTimescaleDqn::act(const PolicyInput& in, std::vector<int>& actions) {
+  auto& m = *impl_;
+  const int phase = in.episode_step.at(0) % m.W;
+  for (int step : in.episode_step)
+    MARLSCHED_CHECK(step % m.W == phase, "tsdqn: env copies are at different window phases");
+  const bool window_start = phase == 0;
+  if (window_start) {
+    if (m.training && m.long_open) {  // the window that just ended: its summed reward
+      StepFeedback fb;
+      fb.reward = m.acc;
+      fb.done.assign(static_cast<std::size_t>(in.copies), 0);
+      fb.truncated = fb.done;
+      fb.terminal.assign(static_cast<std::size_t>(in.copies), GlobalObs{});
+      m.lo->record(fb);
+    }
+    m.lo->act(in, m.la);
+    m.long_act = m.la;
+    m.long_open = m.training;
+    std::fill(m.acc.begin(), m.acc.end(), 0.f);
+    m.disc = 1;
+  }
+  m.sh->act(in, m.sa);
+  actions.resize(static_cast<std::size_t>(m.rows));
+  m.logp = m.sh->last_log_probs();
+  m.value = m.sh->last_values();
+  for (std::size_t r = 0; r < actions.size(); ++r) {
+    actions[r] = m.long_act[r] * m.S + m.sa[r];
+    if (window_start) m.logp[r] += m.lo->last_log_probs()[r];
+  }
+}
+
+const std::vector<float>& TwoTimescaleDqn::last_log_probs() const {
+  return impl_->logp;
+}
+const std::vector<float>& TwoTimescaleDqn::last_values() const {
+  return impl_->value;
+}
+
+void TwoTimescaleDqn::record(const StepFeedback& fb) {
+  auto& m = *impl_;
+  m.sh->record(fb);
+  for (std::size_t r = 0; r < m.acc.size(); ++r)
+    m.acc[r] += static_cast<float>(m.disc) * fb.reward[r];
+  m.disc *= m.gamma;
+  bool any = false, all = true;
+  for (char d : fb.done) {
+    any = any || d;
+    all = all && d;
+  }
+  MARLSCHED_CHECK(any == all, "tsdqn: env copies ended their episodes at different steps");
+  if (any && m.long_open) {  // episodes end with a window: the long transition ends here
+    StepFeedback lf = fb;
+    lf.reward = m.acc;
+    m.lo->record(lf);
+    m.long_open = false;
+    std::fill(m.acc.begin(), m.acc.end(), 0.f);
+    m.disc = 1;
+  }
+}
+
+UpdateStats TwoTimescaleDqn::update(const PolicyInput& last) {
+  auto& m = *impl_;
+  // The long head has no transition waiting for its next state here (it only records right
+  // before it acts, or at an episode end), so its update does not complete one early.
+  const UpdateStats l = m.lo->update(last);
+  const UpdateStats s = m.sh->update(last);
+  UpdateStats st;
+  st.values = l.values;
+  st.values.insert(st.values.end(), s.values.begin(), s.values.end());
+  st.time_forward_backward = l.time_forward_backward + s.time_forward_backward;
+  st.time_allreduce = l.time_allreduce + s.time_allreduce;
+  return st;
+}
+
+const std::vector<StatName>& TwoTimescaleDqn::stat_names() const {
+  return impl_->names;
+}
+
+void TwoTimescaleDqn::save(const std::string& path) const {
+  const auto& m = *impl_;
+  ByteWriter w;
+  w.put(kMagic);
+  w.put<std::uint8_t>(m.long_open ? 1 : 0);
+  w.put(m.disc);
+  w.put_vector(m.long_act);
+  w.put_vector(m.acc);
+  std::ostringstream lo, sh;
+  m.lo->save(lo);
+  m.sh->save(sh);
+  w.put_string(lo.str());
+  w.put_string(sh.str());
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(w.bytes().data()),
+            static_cast<std::streamsize>(w.bytes().size()));
+  out.flush();
+  MARLSCHED_REQUIRE_INPUT(static_cast<bool>(out), "cannot write model '" << path << "'");
+}
+
+void TwoTimescaleDqn::load(const std::string& path) {
+  auto& m = *impl_;
+  std::ifstream in(path, std::ios::binary);
+  MARLSCHED_REQUIRE_INPUT(static_cast<bool>(in), "cannot read model '" << path << "'");
+  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> bytes(raw.size());
+  std::memcpy(bytes.data(), raw.data(), raw.size());
+  ByteReader r(bytes.data(), bytes.size(), path);
+  MARLSCHED_REQUIRE_INPUT(r.get<std::uint32_t>() == kMagic,
+                          "model '" << path << "' is not a two-timescale DQN model (tsdqn)");
+  m.long_open = r.get<std::uint8_t>() != 0;
+  m.disc = r.get<double>();
+  m.long_act = r.get_vector<int>();
+  m.acc = r.get_vector<float>();
+  MARLSCHED_REQUIRE(
+      static_cast<int>(m.long_act.size()) == m.rows && static_cast<int>(m.acc.size()) == m.rows,
+      "model '" << path << "' was trained with a different layout");
+  std::istringstream lo(r.get_string()), sh(r.get_string());
+  m.lo->load(lo, path + " (long head)");
+  m.sh->load(sh, path + " (short head)");
+}
+
+bool TwoTimescaleDqn::shared_parameters_identical() const {
+  const bool a = impl_->lo->shared_parameters_identical();
+  const bool b = impl_->sh->shared_parameters_identical();
+  return a && b;
+}
+
+std::uint64_t TwoTimescaleDqn::shared_parameter_digest() const {
+  return impl_->lo->shared_parameter_digest() * 1099511628211ULL ^
+         impl_->sh->shared_parameter_digest();
+}
+
+}  // namespace marlsched

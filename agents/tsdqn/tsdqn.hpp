@@ -1,0 +1,67 @@
+#pragma once
+/// \file tsdqn.hpp
+/// Two-timescale deep Q-learning for envs with a factored long/short action
+/// (EnvSpec::action_heads = {long, short}, long_every = W): the LSTCB structure.
+///
+/// * A long-timescale head chooses the long action at the first step of every window of W
+///   steps and keeps it for the window. It learns on window transitions (semi-MDP): its reward
+///   is the discounted sum Σ γ^t r_t over the window and its discount γ^W.
+/// * A short-timescale head chooses the short action every step, seeing the long decision in
+///   force through the observation.
+/// * Both heads are DQN learners (agents/dqn: target networks, replay, ε-greedy, double DQN)
+///   and learn from the same (team-mixed) reward: they cooperate on one objective. The short
+///   head takes the --dqn-* options; the long head the --ts-long-* overrides.
+/// Statistics: the DQN statistics of each head, prefixed long_ and short_.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agents/dqn/dqn.hpp"
+#include "agents/learner.hpp"
+
+namespace marlsched {
+
+struct TsdqnConfig {
+  double long_lr = 5e-4;
+  int long_batch = 64;
+  int long_warmup = 256;
+  int long_updates = 8;  ///< gradient steps of the long head per iteration
+  int long_target_every = 50;
+  int long_eps_decay = 100;  ///< windows of linear ε decay of the long head
+  void bind(OptionBinder& b);
+  void validate() const;
+  /// The long head's DQN options: the short head's with the overrides above.
+  DqnConfig long_head(const DqnConfig& short_head, int window) const;
+};
+
+class TwoTimescaleDqn final : public Learner {
+ public:
+  TwoTimescaleDqn(const TsdqnConfig& ts, const DqnConfig& dqn, const EnvSpec& spec,
+                  const dist::Comm& comm, int num_agents, int first_agent, int local_agents,
+                  int copies, std::uint64_t seed);
+  ~TwoTimescaleDqn() override;
+
+  std::string name() const override { return "tsdqn"; }
+  void act(const PolicyInput& in, std::vector<int>& actions) override;
+  void set_training(bool training) override;
+  void set_deterministic(bool deterministic) override;
+  const std::vector<float>& last_log_probs() const override;
+  const std::vector<float>& last_values() const override;
+  void record(const StepFeedback& fb) override;
+  UpdateStats update(const PolicyInput& last) override;
+  const std::vector<StatName>& stat_names() const override;
+  void save(const std::string& path) const override;
+  void load(const std::string& path) override;
+  bool shared_parameters_identical() const override;
+  std::uint64_t shared_parameter_digest() const override;
+
+  const Dqn& long_head() const;
+  const Dqn& short_head() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace marlsched
