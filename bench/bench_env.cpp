@@ -3,12 +3,18 @@
 //   BM_AsetEvents: discrete events per second of the aset edge simulation (arrivals, admissions,
 //     completions, results), with the windowed exchange done in process; the load is scaled by
 //     multiplying every cluster's GPUs and query rate (same utilisation, more events per step)
+//   BM_LstcbEvents: events per second of the lstcb batching simulation (arrivals, deliveries,
+//     batch completions, timeouts) under timeout batching, rates multiplied by `scale` (with
+//     a proportionally faster GPU profile, so that utilisation stays the same)
 #include <benchmark/benchmark.h>
+
+#include <fstream>
 
 #include "agents/baselines/heuristics.hpp"
 #include "aset/aset.hpp"
 #include "envs/registry.hpp"
 #include "geodc/geodc.hpp"
+#include "lstcb/lstcb.hpp"
 
 using namespace marlsched;
 
@@ -121,5 +127,73 @@ BENCHMARK(BM_AsetEvents)
     ->Args({100, 0})
     ->Args({100, 1})
     ->Args({1000, 1});
+
+static void BM_LstcbEvents(benchmark::State& state) {
+  const double scale = static_cast<double>(state.range(0));
+  const int n = 4;
+  lstcb::Config cfg;
+  for (auto& r : cfg.rates) r *= scale;
+  // A GPU `scale` times faster: the same profile with times divided by `scale`.
+  auto p = lstcb::builtin_profiles().front();
+  p.a_ms /= scale;
+  p.c_ms /= scale;
+  p.model = "scaled";
+  const std::string file = "/tmp/marlsched-bench-profile.csv";
+  {
+    std::ofstream out(file);
+    out << lstcb::profiles_csv({p});
+  }
+  cfg.profile_file = file;
+  cfg.profile = "scaled/" + p.gpu;
+  auto factory = find_env("lstcb").make_factory(cfg, n);
+  const EnvSpec& spec = factory->spec();
+  std::vector<std::unique_ptr<Shard>> shards;
+  for (int a = 0; a < n; ++a) {
+    shards.push_back(factory->make_shard(a));
+    shards.back()->reset(1, static_cast<std::uint64_t>(a) + 2);
+  }
+  auto policy = make_heuristic("timeout-batching", spec, 1, 0);
+  const int d = spec.obs_dim();
+  std::vector<float> g(static_cast<std::size_t>(n * d));
+  std::vector<int> actions;
+  std::vector<std::vector<WorkRecord>> out(static_cast<std::size_t>(n));
+  auto events = [&] {
+    std::uint64_t e = 0;
+    for (const auto& sh : shards) e += dynamic_cast<const lstcb::Shard&>(*sh).events();
+    return e;
+  };
+  std::uint64_t episode = 0;
+  const std::uint64_t events0 = events();
+  for (auto _ : state) {
+    for (int a = 0; a < n; ++a) shards[static_cast<std::size_t>(a)]->observe(g.data() + a * d);
+    GlobalObs view{g.data(), n, d};
+    PolicyInput in{&spec, 1, n, 0, n, {view}, {0}};
+    policy->act(in, actions);
+    for (int a = 0; a < n; ++a)
+      shards[static_cast<std::size_t>(a)]->act(actions[static_cast<std::size_t>(a)], view,
+                                               out[static_cast<std::size_t>(a)]);
+    for (int w = 0; w < spec.windows; ++w) {
+      for (int a = 0; a < n; ++a)
+        shards[static_cast<std::size_t>(a)]->window(w, out[static_cast<std::size_t>(a)]);
+      for (auto& box : out) {
+        for (const auto& r : box) shards[static_cast<std::size_t>(r.dest)]->receive(r);
+        box.clear();
+      }
+    }
+    bool done = false;
+    for (int a = 0; a < n; ++a) done = shards[static_cast<std::size_t>(a)]->advance().truncated;
+    if (done) {
+      ++episode;
+      for (int a = 0; a < n; ++a)
+        shards[static_cast<std::size_t>(a)]->reset(episode, episode * 131 + a);
+    }
+  }
+  const double ev = static_cast<double>(events() - events0);
+  state.counters["events_per_s"] = benchmark::Counter(ev, benchmark::Counter::kIsRate);
+  state.counters["events_per_step"] = ev / static_cast<double>(state.iterations());
+  state.counters["ns_per_event"] =
+      benchmark::Counter(ev, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_LstcbEvents)->ArgName("scale")->Arg(1)->Arg(100)->Arg(1000);
 
 BENCHMARK_MAIN();

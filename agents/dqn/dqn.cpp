@@ -422,7 +422,16 @@ void Dqn::save(std::ostream& out) const {
         "replay_a" + id,
         torch::from_blob(const_cast<std::int64_t*>(rb.a.data()), {rows}, torch::kInt64).clone());
   }
-  // No transition is waiting for its next state here: update() completed them all.
+  // No transition is waiting for its next state here (update() completed them), but the last
+  // act() is kept: a learner that records less often than it acts (tsdqn's long head) may save
+  // between an act() and its record().
+  ar.write("last_x", torch::from_blob(const_cast<float*>(m.last_x.data()),
+                                      {static_cast<std::int64_t>(m.last_x.size())}, torch::kFloat32)
+                         .clone());
+  ar.write("last_act",
+           torch::from_blob(const_cast<std::int64_t*>(m.last_act.data()),
+                            {static_cast<std::int64_t>(m.last_act.size())}, torch::kInt64)
+               .clone());
   std::ostringstream rng;
   rng << m.explore_rng.engine() << ' ' << m.sample_rng.engine();
   const std::string rs = rng.str();
@@ -499,6 +508,14 @@ void Dqn::load_impl(std::istream& in, const std::string& path) {
     std::copy(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + size, rb.a.begin());
   }
   std::fill(m.pending.begin(), m.pending.end(), 0);
+  torch::Tensor lx, la;
+  ar.read("last_x", lx);
+  ar.read("last_act", la);
+  MARLSCHED_REQUIRE_INPUT(
+      lx.numel() == 0 || lx.numel() == static_cast<std::int64_t>(m.e * m.k * m.in),
+      "model '" << path << "': malformed last action state");
+  m.last_x.assign(lx.data_ptr<float>(), lx.data_ptr<float>() + lx.numel());
+  m.last_act.assign(la.data_ptr<std::int64_t>(), la.data_ptr<std::int64_t>() + la.numel());
   torch::Tensor rt;
   ar.read("rng", rt);
   std::istringstream rng(

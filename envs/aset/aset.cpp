@@ -278,6 +278,7 @@ void Shard::reset(std::uint64_t /*world_seed*/, std::uint64_t shard_seed) {
   heap_.clear();
   for (auto& o : out_) o.clear();
   rng_.seed(shard_seed);
+  exo_.seed(derive_seed(shard_seed, {0xE40}));
   clock_ = step_start_ = 0;
   step_ = 0;
   target_ = -1;
@@ -287,7 +288,7 @@ void Shard::reset(std::uint64_t /*world_seed*/, std::uint64_t shard_seed) {
   const double p_burst = cfg_.burst_start + cfg_.burst_end > 0
                              ? cfg_.burst_start / (cfg_.burst_start + cfg_.burst_end)
                              : 0.0;
-  burst_ = rng_.uniform() < p_burst;
+  burst_ = exo_.uniform() < p_burst;
   serial_ = 0;
   seq_ = 0;
   free_at_.assign(static_cast<std::size_t>(gpus_), 0.0);
@@ -311,8 +312,8 @@ void Shard::next_arrival() {
     next_arrival_ = std::numeric_limits<double>::infinity();
     return;
   }
-  double u = rng_.uniform();
-  while (u <= 0) u = rng_.uniform();
+  double u = exo_.uniform();
+  while (u <= 0) u = exo_.uniform();
   next_arrival_ += -std::log(u) / rate;
 }
 
@@ -376,7 +377,7 @@ void Shard::send(int dest, double t_at, const Query& q) {
 }
 
 void Shard::local_arrival(double t) {
-  const double u = rng_.uniform();
+  const double u = exo_.uniform();
   int c = 0;
   while (c + 1 < c_ && u >= mix_cdf_[static_cast<std::size_t>(c)]) ++c;
   Query q;
@@ -552,7 +553,7 @@ StepOutcome Shard::advance() {
   // The burst chain moves once per interval; arrivals already drawn past the interval keep
   // their time (memorylessness makes the switch exact at the next draw).
   const bool was = burst_;
-  burst_ = burst_ ? !(rng_.uniform() < cfg_.burst_end) : rng_.uniform() < cfg_.burst_start;
+  burst_ = burst_ ? !(exo_.uniform() < cfg_.burst_end) : exo_.uniform() < cfg_.burst_start;
   step_ += 1;
   step_start_ = step_ * cfg_.decision_ms;
   clock_ = step_start_;
@@ -604,7 +605,7 @@ std::vector<std::byte> Shard::save_state() const {
   w.put(kStateMagic);
   w.put<std::int32_t>(agent_);
   std::ostringstream rng;
-  rng << rng_.engine();
+  rng << rng_.engine() << ' ' << exo_.engine();
   w.put_string(rng.str());
   w.put(clock_);
   w.put(step_start_);
@@ -649,7 +650,7 @@ void Shard::load_state(const std::vector<std::byte>& state) {
   if (r.get<std::uint32_t>() != kStateMagic || r.get<std::int32_t>() != agent_)
     MARLSCHED_THROW(InputError, "aset shard state: wrong magic or agent");
   std::istringstream rng(r.get_string());
-  rng >> rng_.engine();
+  rng >> rng_.engine() >> exo_.engine();
   if (!rng) MARLSCHED_THROW(InputError, "aset shard state: bad RNG state");
   clock_ = r.get<double>();
   step_start_ = r.get<double>();

@@ -178,7 +178,8 @@ class Shard final : public marlsched::Shard {
   std::vector<double> cls_nominal_;  // expected arrivals per interval of each class
   std::vector<double> mix_cdf_;
   std::vector<char> feasible_;  // [target (K nbrs, cloud)][class]
-  Rng rng_;
+  Rng rng_;                     // decisions and service: routing draws, processing and cloud jitter
+  Rng exo_;  // the workload: arrivals, classes, bursts (identical under every policy)
   // Clock and decision.
   double clock_ = 0, step_start_ = 0;
   int step_ = 0, target_ = -1;  // -1: none, else the neighbour (0..K-1) that gets share_

@@ -189,8 +189,9 @@ EnvSpec make_spec(const Config& cfg, int num_agents) {
   EnvSpec s;
   s.name = "lstcb";
   const int k = nbr_count(cfg, num_agents);
-  s.obs_fields = {"load",      "util",  "rate",         "oldest_wait",  "busy_left",   "batch_cap",
-                  "gpu_clock", "steer", "window_phase", "window_start", "window_viol", "energy"};
+  s.obs_fields = {"load",        "util",      "rate",         "oldest_wait",  "busy_left",
+                  "batch_cap",   "gpu_clock", "steer",        "window_phase", "window_start",
+                  "window_viol", "energy",    "rate_forecast"};
   for (int j = 0; j < k; ++j) s.obs_fields.push_back("nbr" + std::to_string(j + 1) + "_load");
   s.num_public = 3;
   std::vector<std::string> longs, shorts;
@@ -238,6 +239,7 @@ void Shard::reset(std::uint64_t /*world_seed*/, std::uint64_t shard_seed) {
   inbox_.clear();
   for (auto& o : out_) o.clear();
   rng_.seed(shard_seed);
+  exo_.seed(derive_seed(shard_seed, {0xE40}));
   clock_ = slot_start_ = last_t_ = 0;
   slot_ = 0;
   busy_until_ = 0;
@@ -248,11 +250,11 @@ void Shard::reset(std::uint64_t /*world_seed*/, std::uint64_t shard_seed) {
   steer_ = 0;
   steer_to_ = -1;
   nbr_load_.assign(static_cast<std::size_t>(k_), 0.f);
-  level_ = static_cast<int>(rng_.below(cfg_.levels.size()));
+  level_ = static_cast<int>(exo_.below(cfg_.levels.size()));
   const double pb = cfg_.burst_start + cfg_.burst_end > 0
                         ? cfg_.burst_start / (cfg_.burst_start + cfg_.burst_end)
                         : 0.0;
-  burst_ = cfg_.bursty && rng_.uniform() < pb;
+  burst_ = cfg_.bursty && exo_.uniform() < pb;
   serial_ = 0;
   s_energy_ = s_served_ = s_viol_ = s_steered_ = s_latency_ = s_busy_ = s_arrived_ = 0;
   last_util_ = last_arrived_ = last_energy_ = 0;
@@ -268,8 +270,8 @@ void Shard::next_arrival() {
     next_arrival_ = std::numeric_limits<double>::infinity();
     return;
   }
-  double u = rng_.uniform();
-  while (u <= 0) u = rng_.uniform();
+  double u = exo_.uniform();
+  while (u <= 0) u = exo_.uniform();
   next_arrival_ += -std::log(u) / rate;
 }
 
@@ -426,6 +428,7 @@ void Shard::window(int w, std::vector<WorkRecord>& outbox) {
     const double ta = next_arrival_, tt = next_timeout();
     const double t = std::min({tc, ti, ta, tt});
     if (t >= t_end) break;
+    ++events_;
     integrate(t);
     if (t == tc) {
       complete(t);
@@ -489,15 +492,15 @@ StepOutcome Shard::advance() {
   if (slot_ % cfg_.window_slots == 0) {
     last_window_viol_ = w_served_ > 0 ? w_viol_ / w_served_ : 0.0;
     w_served_ = w_viol_ = 0;
-    if (cfg_.levels.size() > 1 && rng_.uniform() < cfg_.level_switch) {
-      const int other = static_cast<int>(rng_.below(cfg_.levels.size() - 1));
+    if (cfg_.levels.size() > 1 && exo_.uniform() < cfg_.level_switch) {
+      const int other = static_cast<int>(exo_.below(cfg_.levels.size() - 1));
       level_ = other >= level_ ? other + 1 : other;
       redraw = true;
     }
   }
   if (cfg_.bursty) {
     const bool was = burst_;
-    burst_ = burst_ ? !(rng_.uniform() < cfg_.burst_end) : rng_.uniform() < cfg_.burst_start;
+    burst_ = burst_ ? !(exo_.uniform() < cfg_.burst_end) : exo_.uniform() < cfg_.burst_start;
     redraw = redraw || burst_ != was;
   }
   if (redraw) {  // memoryless: the next arrival is redrawn at the new rate from the slot start
@@ -526,6 +529,9 @@ void Shard::observe(float* out) const {
   out[i++] = slot_ % cfg_.window_slots == 0 ? 1.f : 0.f;
   out[i++] = static_cast<float>(last_window_viol_);
   out[i++] = static_cast<float>(last_energy_ / nominal);
+  // The rate level of the current window, as a long-timescale load predictor would give it
+  // (a perfect forecast of the level; bursts stay unpredictable).
+  out[i++] = static_cast<float>(cfg_.levels[static_cast<std::size_t>(level_)]);
   for (int j = 0; j < k_; ++j) out[i++] = nbr_load_[static_cast<std::size_t>(j)];
 }
 
@@ -556,7 +562,8 @@ std::map<std::string, double> Shard::counters() const {
       {"left_ms", l.left_ms},
       {"here_ms", l.here_ms},
       {"batches", batches_},
-      {"late_deliveries", late_deliveries_}};
+      {"late_deliveries", late_deliveries_},
+      {"events", static_cast<double>(events_)}};
   for (int b = 0; b < kBins; ++b) {
     char key[32];
     std::snprintf(key, sizeof key, "latency_bin/%02d", b);
@@ -574,7 +581,7 @@ std::vector<std::byte> Shard::save_state() const {
   w.put(kMagic);
   w.put<std::int32_t>(agent_);
   std::ostringstream rng;
-  rng << rng_.engine();
+  rng << rng_.engine() << ' ' << exo_.engine();
   w.put_string(rng.str());
   w.put_vector(std::vector<std::int32_t>{batch_cap_, mode_, overflow_to_, steer_to_, level_,
                                          burst_ ? 1 : 0, slot_});
@@ -604,6 +611,7 @@ std::vector<std::byte> Shard::save_state() const {
   w.put_vector(batch_);
   w.put_vector(inbox_);
   w.put_vector(hist_);
+  w.put(events_);
   return w.bytes();
 }
 
@@ -612,7 +620,7 @@ void Shard::load_state(const std::vector<std::byte>& state) {
   if (r.get<std::uint32_t>() != kMagic || r.get<std::int32_t>() != agent_)
     MARLSCHED_THROW(InputError, "lstcb shard state: wrong magic or agent");
   std::istringstream rng(r.get_string());
-  rng >> rng_.engine();
+  rng >> rng_.engine() >> exo_.engine();
   if (!rng) MARLSCHED_THROW(InputError, "lstcb shard state: bad RNG state");
   const auto iv = r.get_vector<std::int32_t>();
   const auto dv = r.get_vector<double>();
@@ -652,6 +660,7 @@ void Shard::load_state(const std::vector<std::byte>& state) {
   batch_ = r.get_vector<Request>();
   inbox_ = r.get_vector<Wire>();
   hist_ = r.get_vector<double>();
+  events_ = r.get<std::uint64_t>();
   if (nbr_load_.size() != static_cast<std::size_t>(k_) || hist_.size() != kBins)
     MARLSCHED_THROW(InputError, "lstcb shard state: does not match this configuration");
   auto later = [](const Wire& a, const Wire& b) {

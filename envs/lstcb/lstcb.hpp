@@ -68,7 +68,7 @@ struct Config : EnvConfig {
   bool bursty = true;
   double burst_factor = 2.0, burst_start = 0.02, burst_end = 0.1;  ///< per slot
   double w_energy = 1.0;                                           ///< reward penalty per joule
-  double w_slo = 10.0;  ///< reward penalty per SLO violation
+  double w_slo = 50.0;  ///< reward penalty per SLO violation
 
   void bind(OptionBinder& b) override;
   void validate(int num_agents) const override;
@@ -115,6 +115,7 @@ class Shard final : public marlsched::Shard {
   Little little() const;
   int max_batch() const { return batch_cap_; }
   double gpu_clock() const { return freq_; }
+  std::uint64_t events() const { return events_; }
 
  private:
   void next_arrival();
@@ -133,7 +134,8 @@ class Shard final : public marlsched::Shard {
   int agent_, n_, k_;
   std::vector<int> nbrs_;
   double peak_per_ms_;
-  Rng rng_;
+  Rng rng_;  // decisions: steering draws
+  Rng exo_;  // the workload: arrivals, rate levels, bursts (identical under every policy)
   // Decisions in force.
   int batch_cap_ = 1, mode_ = 2, overflow_to_ = -1;
   double freq_ = 1, steer_ = 0;
@@ -163,6 +165,7 @@ class Shard final : public marlsched::Shard {
          abandoned_ = 0, energy_j_ = 0, busy_ms_ = 0, sim_ms_ = 0, latency_sum_ = 0, area_ms_ = 0,
          left_ms_ = 0, batches_ = 0, late_deliveries_ = 0;
   std::vector<double> hist_;
+  std::uint64_t events_ = 0;  // arrivals, deliveries, completions, timeouts processed
 };
 
 /// Energy per inference, SLO violation rate, mean and p99 latency, GPU utilisation, throughput

@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "agents/registry.hpp"
+#include "agents/tsdqn/tsdqn.hpp"
+#include "test_util.hpp"
+
+using namespace marlsched;
+
+namespace {
+/// A factored bandit: long action 1 of 2 pays 1 per step, short action 2 of 3 pays 1 per step.
+/// Windows of 4 steps, episodes of 8.
+struct Factored {
+  EnvSpec spec;
+  std::vector<float> obs{0.5f, -0.5f};
+  Factored() {
+    spec.name = "factored";
+    spec.obs_fields = {"x", "y"};
+    spec.num_public = 1;
+    for (int l = 0; l < 2; ++l)
+      for (int s = 0; s < 3; ++s)
+        spec.action_names.push_back("L" + std::to_string(l) + "|S" + std::to_string(s));
+    spec.action_heads = {2, 3};
+    spec.long_every = 4;
+    spec.reward_components = {"r"};
+    spec.episode_length = 8;
+  }
+  PolicyInput input(int step) {
+    PolicyInput in;
+    in.spec = &spec;
+    in.copies = 1;
+    in.num_agents = 1;
+    in.first_agent = 0;
+    in.local_agents = 1;
+    in.global = {GlobalObs{obs.data(), 1, 2}};
+    in.episode_step = {step};
+    return in;
+  }
+};
+
+LearnerConfigs small() {
+  LearnerConfigs c;
+  c.dqn.hidden = {16};
+  c.dqn.batch = 16;
+  c.dqn.warmup = 32;
+  c.dqn.buffer = 4000;
+  c.dqn.updates = 8;
+  c.dqn.target_every = 20;
+  c.dqn.eps_decay = 300;
+  c.dqn.lr = 3e-3;
+  c.dqn.gamma = 0.5;
+  c.tsdqn.long_batch = 8;
+  c.tsdqn.long_warmup = 16;
+  c.tsdqn.long_updates = 8;
+  c.tsdqn.long_target_every = 10;
+  c.tsdqn.long_eps_decay = 60;
+  c.tsdqn.long_lr = 3e-3;
+  return c;
+}
+
+/// Runs `iterations` of 16 steps; returns the actions taken. Checks that the long part of the
+/// action only changes at window starts.
+std::vector<int> train(Learner& l, Factored& f, int iterations, int& step) {
+  std::vector<int> taken, a;
+  StepFeedback fb;
+  fb.reward = {0.f};
+  fb.done = {0};
+  fb.truncated = {0};
+  fb.terminal = {GlobalObs{f.obs.data(), 1, 2}};
+  int prev_long = -1;
+  for (int it = 0; it < iterations; ++it) {
+    l.set_training(true);
+    for (int s = 0; s < 16; ++s, ++step) {
+      const int ep_step = step % 8;
+      l.act(f.input(ep_step), a);
+      const int lg = a[0] / 3, sh = a[0] % 3;
+      if (ep_step % 4 != 0 && prev_long >= 0) {
+        EXPECT_EQ(lg, prev_long) << "long action changed inside a window";
+      }
+      prev_long = lg;
+      taken.push_back(a[0]);
+      fb.reward[0] = static_cast<float>((lg == 1 ? 1 : 0) + (sh == 2 ? 1 : 0));
+      fb.done[0] = fb.truncated[0] = ep_step == 7 ? 1 : 0;
+      l.record(fb);
+    }
+    const auto st = l.update(f.input(step % 8));
+    EXPECT_EQ(st.values.size(), l.stat_names().size());
+  }
+  return taken;
+}
+}  // namespace
+
+TEST(Tsdqn, LongHeadActsPerWindowAndBothHeadsLearn) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  Factored f;
+  auto l = make_learner("tsdqn", small(), f.spec, self, 1, 0, 1, 1, 3);
+  int step = 0;
+  train(*l, f, 60, step);
+  auto& ts = dynamic_cast<TwoTimescaleDqn&>(*l);
+  // One long transition per window: 60 iterations x 16 steps / 4.
+  EXPECT_EQ(ts.long_head().replay_size(), 60 * 16 / 4);
+  EXPECT_EQ(ts.short_head().replay_size(), 60 * 16);
+  l->set_training(false);
+  l->set_deterministic(true);
+  std::vector<int> a;
+  l->act(f.input(0), a);
+  EXPECT_EQ(a[0], 1 * 3 + 2) << "greedy long 1 and short 2";
+  EXPECT_EQ(l->stat_names().front().column, "long_td_loss");
+}
+
+TEST(Tsdqn, SaveLoadMidWindowContinuesExactly) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  Factored f1, f2;
+  auto a = make_learner("tsdqn", small(), f1.spec, self, 1, 0, 1, 1, 5);
+  int s1 = 2;  // iterations end mid-window
+  train(*a, f1, 5, s1);
+  const auto dir = test::temp_dir("tsdqn-save");
+  a->save(dir + "/m.pt");
+  auto b = make_learner("tsdqn", small(), f2.spec, self, 1, 0, 1, 1, 77);
+  b->load(dir + "/m.pt");
+  int s2 = s1;
+  EXPECT_EQ(train(*a, f1, 4, s1), train(*b, f2, 4, s2));
+  EXPECT_EQ(a->shared_parameter_digest(), b->shared_parameter_digest());
+  auto dqn = make_learner("dqn", small(), f1.spec, self, 1, 0, 1, 1, 5);
+  EXPECT_THROW(dqn->load(dir + "/m.pt"), InputError);
+}
+
+TEST(Tsdqn, NeedsAFactoredAction) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  Factored f;
+  f.spec.action_heads.clear();
+  EXPECT_THROW(make_learner("tsdqn", small(), f.spec, self, 1, 0, 1, 1, 3), ConfigError);
+}
