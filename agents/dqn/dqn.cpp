@@ -511,11 +511,15 @@ void Dqn::load_impl(std::istream& in, const std::string& path) {
   torch::Tensor lx, la;
   ar.read("last_x", lx);
   ar.read("last_act", la);
-  MARLSCHED_REQUIRE_INPUT(
-      lx.numel() == 0 || lx.numel() == static_cast<std::int64_t>(m.e * m.k * m.in),
-      "model '" << path << "': malformed last action state");
-  m.last_x.assign(lx.data_ptr<float>(), lx.data_ptr<float>() + lx.numel());
-  m.last_act.assign(la.data_ptr<std::int64_t>(), la.data_ptr<std::int64_t>() + la.numel());
+  // The last act() only matters to a run resumed with the same layout; a model loaded with
+  // another number of env copies (export, evaluation) starts without one.
+  if (lx.numel() == static_cast<std::int64_t>(m.e * m.k * m.in) && la.numel() == m.e * m.k) {
+    m.last_x.assign(lx.data_ptr<float>(), lx.data_ptr<float>() + lx.numel());
+    m.last_act.assign(la.data_ptr<std::int64_t>(), la.data_ptr<std::int64_t>() + la.numel());
+  } else {
+    m.last_x.clear();
+    m.last_act.clear();
+  }
   torch::Tensor rt;
   ar.read("rng", rt);
   std::istringstream rng(
