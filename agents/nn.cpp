@@ -76,6 +76,18 @@ std::string script_mlp(torch::jit::Module& mod, const std::string& prefix, const
   return code.str();
 }
 
+std::string script_per_agent(torch::jit::Module& mod, const std::string& prefix,
+                             const std::vector<const Mlp*>& nets) {
+  std::ostringstream src;
+  const auto n = nets.size();
+  for (std::size_t a = 0; a < n; ++a)
+    src << "    " << (a + 1 < n ? "if agent == " + std::to_string(a) + ":" : "if True:") << "\n"
+        << script_mlp(mod, prefix + std::to_string(a), *nets[a], "        ")
+        << "        return out\n";
+  src << "    return torch.zeros(0)\n";  // not reached: the last branch always returns
+  return src.str();
+}
+
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

@@ -42,6 +42,12 @@ const char* script_agent_input();
 std::string script_mlp(torch::jit::Module& mod, const std::string& prefix, const Mlp& net,
                        const std::string& indent);
 
+/// TorchScript lines (indented for a method body) returning network i's output for `agent` == i,
+/// one branch per agent in agent order (`nets` holds num_agents networks, gathered from every
+/// training rank); weights are registered as `prefix<i>_...`.
+std::string script_per_agent(torch::jit::Module& mod, const std::string& prefix,
+                             const std::vector<const Mlp*>& nets);
+
 /// Seconds on a monotonic clock.
 double now();
 

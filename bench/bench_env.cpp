@@ -61,110 +61,29 @@ static void BM_GeoDcStep(benchmark::State& state) {
 }
 BENCHMARK(BM_GeoDcStep)->Arg(4)->Arg(16)->Arg(64);
 
-static void BM_AsetEvents(benchmark::State& state) {
-  const int scale = static_cast<int>(state.range(0));
-  const bool forward = state.range(1) != 0;
-  const int n = 4;
-  aset::Config cfg;
-  for (auto& g : cfg.gpus) g *= scale;
-  for (auto& r : cfg.rates) r *= scale;
-  auto factory = find_env("aset").make_factory(cfg, n);
-  const EnvSpec& spec = factory->spec();
+namespace {
+/// One decision step of an event-driven env's shards in one process: observe, act, every
+/// exchange window with the work delivered in process, advance; resets at episode ends.
+struct InProcess {
+  const EnvSpec& spec;
   std::vector<std::unique_ptr<Shard>> shards;
-  for (int a = 0; a < n; ++a) {
-    shards.push_back(factory->make_shard(a));
-    shards.back()->reset(1, static_cast<std::uint64_t>(a) + 2);
-  }
-  auto policy = make_heuristic(forward ? "least-loaded" : "local-only", spec, 1, 0);
-  const int d = spec.obs_dim();
-  std::vector<float> g(static_cast<std::size_t>(n * d));
+  std::unique_ptr<Policy> policy;
+  std::vector<float> g;
   std::vector<int> actions;
-  std::vector<std::vector<WorkRecord>> out(static_cast<std::size_t>(n));
-  std::uint64_t episode = 0, events0 = 0;
-  auto events = [&] {
-    std::uint64_t e = 0;
-    for (const auto& sh : shards) e += dynamic_cast<const aset::Shard&>(*sh).events();
-    return e;
-  };
-  auto deliver = [&] {
-    for (auto& box : out) {
-      for (const auto& r : box) shards[static_cast<std::size_t>(r.dest)]->receive(r);
-      box.clear();
-    }
-  };
-  events0 = events();
-  for (auto _ : state) {
-    for (int a = 0; a < n; ++a) shards[static_cast<std::size_t>(a)]->observe(g.data() + a * d);
-    GlobalObs view{g.data(), n, d};
-    PolicyInput in{&spec, 1, n, 0, n, {view}, {0}};
-    policy->act(in, actions);
-    for (int a = 0; a < n; ++a)
-      shards[static_cast<std::size_t>(a)]->act(actions[static_cast<std::size_t>(a)], view,
-                                               out[static_cast<std::size_t>(a)]);
-    for (int w = 0; w < spec.windows; ++w) {
-      for (int a = 0; a < n; ++a)
-        shards[static_cast<std::size_t>(a)]->window(w, out[static_cast<std::size_t>(a)]);
-      deliver();
-    }
-    bool done = false;
-    for (int a = 0; a < n; ++a) done = shards[static_cast<std::size_t>(a)]->advance().truncated;
-    if (done) {
-      ++episode;
-      for (int a = 0; a < n; ++a)
-        shards[static_cast<std::size_t>(a)]->reset(episode, episode * 131 + a);
-    }
-  }
-  const double ev = static_cast<double>(events() - events0);
-  state.counters["events_per_s"] = benchmark::Counter(ev, benchmark::Counter::kIsRate);
-  state.counters["events_per_step"] = ev / static_cast<double>(state.iterations());
-  state.counters["ns_per_event"] =
-      benchmark::Counter(ev, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-}
-BENCHMARK(BM_AsetEvents)
-    ->ArgNames({"scale", "forward"})
-    ->Args({1, 0})
-    ->Args({1, 1})
-    ->Args({100, 0})
-    ->Args({100, 1})
-    ->Args({1000, 1});
-
-static void BM_LstcbEvents(benchmark::State& state) {
-  const double scale = static_cast<double>(state.range(0));
-  const int n = 4;
-  lstcb::Config cfg;
-  for (auto& r : cfg.rates) r *= scale;
-  // A GPU `scale` times faster: the same profile with times divided by `scale`.
-  auto p = lstcb::builtin_profiles().front();
-  p.a_ms /= scale;
-  p.c_ms /= scale;
-  p.model = "scaled";
-  const std::string file = "/tmp/marlsched-bench-profile.csv";
-  {
-    std::ofstream out(file);
-    out << lstcb::profiles_csv({p});
-  }
-  cfg.profile_file = file;
-  cfg.profile = "scaled/" + p.gpu;
-  auto factory = find_env("lstcb").make_factory(cfg, n);
-  const EnvSpec& spec = factory->spec();
-  std::vector<std::unique_ptr<Shard>> shards;
-  for (int a = 0; a < n; ++a) {
-    shards.push_back(factory->make_shard(a));
-    shards.back()->reset(1, static_cast<std::uint64_t>(a) + 2);
-  }
-  auto policy = make_heuristic("timeout-batching", spec, 1, 0);
-  const int d = spec.obs_dim();
-  std::vector<float> g(static_cast<std::size_t>(n * d));
-  std::vector<int> actions;
-  std::vector<std::vector<WorkRecord>> out(static_cast<std::size_t>(n));
-  auto events = [&] {
-    std::uint64_t e = 0;
-    for (const auto& sh : shards) e += dynamic_cast<const lstcb::Shard&>(*sh).events();
-    return e;
-  };
+  std::vector<std::vector<WorkRecord>> out;
   std::uint64_t episode = 0;
-  const std::uint64_t events0 = events();
-  for (auto _ : state) {
+
+  InProcess(const EnvFactory& f, int n, const std::string& baseline)
+      : spec(f.spec()), policy(make_heuristic(baseline, f.spec(), 1, 0)) {
+    for (int a = 0; a < n; ++a) {
+      shards.push_back(f.make_shard(a));
+      shards.back()->reset(1, static_cast<std::uint64_t>(a) + 2);
+    }
+    g.resize(static_cast<std::size_t>(n * spec.obs_dim()));
+    out.resize(static_cast<std::size_t>(n));
+  }
+  void step() {
+    const int n = static_cast<int>(shards.size()), d = spec.obs_dim();
     for (int a = 0; a < n; ++a) shards[static_cast<std::size_t>(a)]->observe(g.data() + a * d);
     GlobalObs view{g.data(), n, d};
     PolicyInput in{&spec, 1, n, 0, n, {view}, {0}};
@@ -188,11 +107,60 @@ static void BM_LstcbEvents(benchmark::State& state) {
         shards[static_cast<std::size_t>(a)]->reset(episode, episode * 131 + a);
     }
   }
-  const double ev = static_cast<double>(events() - events0);
+  template <class ShardT>
+  std::uint64_t events() const {
+    std::uint64_t e = 0;
+    for (const auto& sh : shards) e += dynamic_cast<const ShardT&>(*sh).events();
+    return e;
+  }
+};
+
+void report_events(benchmark::State& state, double ev) {
   state.counters["events_per_s"] = benchmark::Counter(ev, benchmark::Counter::kIsRate);
   state.counters["events_per_step"] = ev / static_cast<double>(state.iterations());
   state.counters["ns_per_event"] =
       benchmark::Counter(ev, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+}  // namespace
+
+static void BM_AsetEvents(benchmark::State& state) {
+  const int scale = static_cast<int>(state.range(0));
+  const bool forward = state.range(1) != 0;
+  aset::Config cfg;
+  for (auto& g : cfg.gpus) g *= scale;
+  for (auto& r : cfg.rates) r *= scale;
+  auto factory = find_env("aset").make_factory(cfg, 4);
+  InProcess run(*factory, 4, forward ? "least-loaded" : "local-only");
+  const std::uint64_t events0 = run.events<aset::Shard>();
+  for (auto _ : state) run.step();
+  report_events(state, static_cast<double>(run.events<aset::Shard>() - events0));
+}
+BENCHMARK(BM_AsetEvents)
+    ->ArgNames({"scale", "forward"})
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->Args({100, 0})
+    ->Args({100, 1})
+    ->Args({1000, 1});
+
+static void BM_LstcbEvents(benchmark::State& state) {
+  const double scale = static_cast<double>(state.range(0));
+  lstcb::Config cfg;
+  for (auto& r : cfg.rates) r *= scale;
+  // A GPU `scale` times faster: the same profile with times divided by `scale`.
+  auto p = lstcb::builtin_profiles().front();
+  p.a_ms /= scale;
+  p.c_ms /= scale;
+  p.model = "scaled";
+  const std::string file = "/tmp/marlsched-bench-profile.csv";
+  std::ofstream(file) << lstcb::profiles_csv({p});
+  cfg.profile_file = file;
+  cfg.profile = "scaled/" + p.gpu;
+  auto factory = find_env("lstcb").make_factory(cfg, 4);
+  InProcess run(*factory, 4, "timeout-batching");
+  const std::uint64_t events0 = run.events<lstcb::Shard>();
+  for (auto _ : state) run.step();
+  report_events(state, static_cast<double>(run.events<lstcb::Shard>() - events0));
 }
 BENCHMARK(BM_LstcbEvents)->ArgName("scale")->Arg(1)->Arg(100)->Arg(1000);
 

@@ -569,18 +569,12 @@ def qvalues(self, obs: Tensor, agent: int) -> Tensor:
   if (m0.cfg.share) {
     src << nn::script_mlp(mod, "q", m0.online[0], "    ") << "    return out\n";
   } else {
-    int agent = 0;
+    std::vector<const nn::Mlp*> nets;
     for (const Dqn* r : ranks)
-      for (const auto& net : r->impl_->online) {
-        src << "    "
-            << (agent + 1 < m0.n ? "if agent == " + std::to_string(agent) + ":" : "if True:")
-            << "\n"
-            << nn::script_mlp(mod, "q" + std::to_string(agent), net, "        ")
-            << "        return out\n";
-        ++agent;
-      }
-    MARLSCHED_CHECK(agent == m0.n, "exported " << agent << " networks for " << m0.n << " agents");
-    src << "    return torch.zeros(0)\n";
+      for (const auto& net : r->impl_->online) nets.push_back(&net);
+    MARLSCHED_CHECK(static_cast<int>(nets.size()) == m0.n,
+                    "exported " << nets.size() << " networks for " << m0.n << " agents");
+    src << nn::script_per_agent(mod, "q", nets);
   }
   src << R"(
 def q(self, obs: Tensor, agent: int) -> Tensor:

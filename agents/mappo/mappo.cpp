@@ -445,18 +445,12 @@ def logits(self, obs: Tensor, agent: int) -> Tensor:
     src << script_mlp(mod, "actor", m0.actors[0], "    ") << "    return out\n";
   } else {
     // One actor per agent, gathered from the ranks that trained them.
-    int agent = 0;
+    std::vector<const Mlp*> nets;
     for (const Mappo* r : ranks)
-      for (const auto& net : r->impl_->actors) {
-        src << "    "
-            << (agent + 1 < m0.n ? "if agent == " + std::to_string(agent) + ":" : "if True:")
-            << "\n"
-            << script_mlp(mod, "actor" + std::to_string(agent), net, "        ")
-            << "        return out\n";
-        ++agent;
-      }
-    MARLSCHED_CHECK(agent == m0.n, "exported " << agent << " actors for " << m0.n << " agents");
-    src << "    return torch.zeros(0)\n";  // not reached: the last agent's branch always returns
+      for (const auto& net : r->impl_->actors) nets.push_back(&net);
+    MARLSCHED_CHECK(static_cast<int>(nets.size()) == m0.n,
+                    "exported " << nets.size() << " actors for " << m0.n << " agents");
+    src << nn::script_per_agent(mod, "actor", nets);
   }
   src << R"(
 def probs(self, obs: Tensor, agent: int) -> Tensor:

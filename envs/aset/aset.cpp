@@ -259,7 +259,7 @@ Shard::Shard(std::shared_ptr<const Config> cfg, std::shared_ptr<const EnvSpec> s
       }
       feasible_.push_back(need <= cfg_.deadline_ms[cu] ? 1 : 0);
     }
-  out_.resize(static_cast<std::size_t>(n_));
+  out_.resize(n_);
   cls_arrived_.assign(static_cast<std::size_t>(c_), 0.0);
   cls_success_ = cls_late_ = cls_dropped_ = cls_arrived_;
   hist_.assign(static_cast<std::size_t>(c_ * kLatBins), 0.0);
@@ -276,7 +276,7 @@ void Shard::clear_acc() {
 void Shard::reset(std::uint64_t /*world_seed*/, std::uint64_t shard_seed) {
   abandoned_ += static_cast<double>(heap_.size());
   heap_.clear();
-  for (auto& o : out_) o.clear();
+  out_.clear();
   rng_.seed(shard_seed);
   exo_.seed(derive_seed(shard_seed, {0xE40}));
   clock_ = step_start_ = 0;
@@ -369,11 +369,7 @@ void Shard::act(int action, const GlobalObs& global, std::vector<WorkRecord>& /*
 }
 
 void Shard::send(int dest, double t_at, const Query& q) {
-  auto& buf = out_[static_cast<std::size_t>(dest)];
-  const Wire w{t_at, q};
-  const auto off = buf.size();
-  buf.resize(off + sizeof w);
-  std::memcpy(buf.data() + off, &w, sizeof w);
+  out_.append(dest, Wire{t_at, q});
 }
 
 void Shard::local_arrival(double t) {
@@ -498,23 +494,11 @@ void Shard::window(int w, std::vector<WorkRecord>& outbox) {
     }
   }
   clock_ = t_end;
-  for (int d = 0; d < n_; ++d) {
-    auto& buf = out_[static_cast<std::size_t>(d)];
-    if (buf.empty()) continue;
-    WorkRecord rec;
-    rec.dest = d;
-    rec.payload = std::move(buf);
-    buf.clear();
-    outbox.push_back(std::move(rec));
-  }
+  out_.flush(outbox);
 }
 
 void Shard::receive(const WorkRecord& record) {
-  MARLSCHED_CHECK(record.payload.size() % sizeof(Wire) == 0, "aset: malformed work record");
-  const std::size_t count = record.payload.size() / sizeof(Wire);
-  for (std::size_t i = 0; i < count; ++i) {
-    Wire w;
-    std::memcpy(&w, record.payload.data() + i * sizeof(Wire), sizeof w);
+  for (Wire w : WorkBatches::items<Wire>(record, "aset")) {
     if (w.t_at < clock_) {  // only with fewer windows than exactness needs
       late_deliveries_ += 1;
       late_delivery_ms_ += clock_ - w.t_at;
@@ -716,7 +700,7 @@ void Shard::load_state(const std::vector<std::byte>& state) {
     MARLSCHED_THROW(InputError, "aset shard state: does not match this configuration");
   std::make_heap(heap_.begin(), heap_.end(), Later{});
   std::make_heap(free_at_.begin(), free_at_.end(), std::greater<>{});
-  for (auto& o : out_) o.clear();
+  out_.clear();
 }
 
 std::vector<std::pair<std::string, double>> summarize(const Config& cfg,

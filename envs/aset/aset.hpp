@@ -36,6 +36,7 @@
 
 #include "core/env.hpp"
 #include "core/rng.hpp"
+#include "core/work_batch.hpp"
 
 namespace marlsched::aset {
 
@@ -190,7 +191,7 @@ class Shard final : public marlsched::Shard {
   std::uint64_t serial_ = 0, seq_ = 0;
   std::vector<double> free_at_;  // min-heap of GPU free times
   std::vector<Event> heap_;
-  std::vector<std::vector<std::byte>> out_;  // per destination agent, this window
+  WorkBatches out_;  // work for other agents, this window
   // Observation state.
   Acc acc_, last_;
   std::vector<double> ewma_success_;

@@ -178,6 +178,13 @@ std::string fstr(double f) {
   os << f;
   return os.str();
 }
+/// Min-heap order of deliveries: time, then request id (unique), so ties resolve the same way at
+/// every rank count.
+struct Later {
+  bool operator()(const Wire& a, const Wire& b) const {
+    return a.t_at > b.t_at || (a.t_at == b.t_at && a.r.id > b.r.id);
+  }
+};
 constexpr int kBins = 41;  // latency histogram: 10 bins per decade from 0.1 ms
 int bin_of(double ms) {
   if (!(ms > 0.1)) return 0;
@@ -222,7 +229,7 @@ Shard::Shard(std::shared_ptr<const Config> cfg, std::shared_ptr<const EnvSpec> s
       k_(nbr_count(cfg_, num_agents)),
       nbrs_(ring_neighbours(agent, num_agents, k_)),
       peak_per_ms_(cfg_.rates[static_cast<std::size_t>(agent) % cfg_.rates.size()] / 1000.0) {
-  out_.resize(static_cast<std::size_t>(n_));
+  out_.resize(n_);
   hist_.assign(kBins, 0.0);
   reset(0, 0);
 }
@@ -237,7 +244,7 @@ void Shard::reset(std::uint64_t /*world_seed*/, std::uint64_t shard_seed) {
   head_ = 0;
   batch_.clear();
   inbox_.clear();
-  for (auto& o : out_) o.clear();
+  out_.clear();
   rng_.seed(shard_seed);
   exo_.seed(derive_seed(shard_seed, {0xE40}));
   clock_ = slot_start_ = last_t_ = 0;
@@ -294,11 +301,7 @@ void Shard::integrate(double t) {
 
 void Shard::send(int dest, double t, Request r) {
   r.hops += 1;
-  const Wire w{t + cfg_.link_ms, r};
-  auto& buf = out_[static_cast<std::size_t>(dest)];
-  const auto off = buf.size();
-  buf.resize(off + sizeof w);
-  std::memcpy(buf.data() + off, &w, sizeof w);
+  out_.append(dest, Wire{t + cfg_.link_ms, r});
 }
 
 void Shard::enqueue(const Request& r, double t) {
@@ -417,9 +420,6 @@ void Shard::window(int w, std::vector<WorkRecord>& outbox) {
   const int W = spec_->windows;
   const double t_end =
       w + 1 == W ? slot_start_ + cfg_.slot_ms : slot_start_ + cfg_.slot_ms * (w + 1) / W;
-  auto later = [](const Wire& a, const Wire& b) {
-    return a.t_at > b.t_at || (a.t_at == b.t_at && a.r.id > b.r.id);
-  };
   if (w == 0) try_dispatch(slot_start_);  // the slot's mode may dispatch at once
   const double inf = std::numeric_limits<double>::infinity();
   for (;;) {
@@ -433,7 +433,7 @@ void Shard::window(int w, std::vector<WorkRecord>& outbox) {
     if (t == tc) {
       complete(t);
     } else if (t == ti) {
-      std::pop_heap(inbox_.begin(), inbox_.end(), later);
+      std::pop_heap(inbox_.begin(), inbox_.end(), Later{});
       const Request r = inbox_.back().r;
       inbox_.pop_back();
       enqueue(r, t);
@@ -445,32 +445,18 @@ void Shard::window(int w, std::vector<WorkRecord>& outbox) {
   }
   integrate(t_end);
   clock_ = t_end;
-  for (int d = 0; d < n_; ++d) {
-    auto& buf = out_[static_cast<std::size_t>(d)];
-    if (buf.empty()) continue;
-    WorkRecord rec;
-    rec.dest = d;
-    rec.payload = std::move(buf);
-    buf.clear();
-    outbox.push_back(std::move(rec));
-  }
+  out_.flush(outbox);
 }
 
 void Shard::receive(const WorkRecord& record) {
-  MARLSCHED_CHECK(record.payload.size() % sizeof(Wire) == 0, "lstcb: malformed work record");
-  auto later = [](const Wire& a, const Wire& b) {
-    return a.t_at > b.t_at || (a.t_at == b.t_at && a.r.id > b.r.id);
-  };
-  for (std::size_t i = 0; i < record.payload.size() / sizeof(Wire); ++i) {
-    Wire w;
-    std::memcpy(&w, record.payload.data() + i * sizeof(Wire), sizeof w);
+  for (Wire w : WorkBatches::items<Wire>(record, "lstcb")) {
     if (w.t_at < clock_) {
       late_deliveries_ += 1;
       w.t_at = clock_;
     }
     received_ += 1;
     inbox_.push_back(w);
-    std::push_heap(inbox_.begin(), inbox_.end(), later);
+    std::push_heap(inbox_.begin(), inbox_.end(), Later{});
   }
 }
 
@@ -663,11 +649,8 @@ void Shard::load_state(const std::vector<std::byte>& state) {
   events_ = r.get<std::uint64_t>();
   if (nbr_load_.size() != static_cast<std::size_t>(k_) || hist_.size() != kBins)
     MARLSCHED_THROW(InputError, "lstcb shard state: does not match this configuration");
-  auto later = [](const Wire& a, const Wire& b) {
-    return a.t_at > b.t_at || (a.t_at == b.t_at && a.r.id > b.r.id);
-  };
-  std::make_heap(inbox_.begin(), inbox_.end(), later);
-  for (auto& o : out_) o.clear();
+  std::make_heap(inbox_.begin(), inbox_.end(), Later{});
+  out_.clear();
 }
 
 std::vector<std::pair<std::string, double>> summarize(const std::map<std::string, double>& c) {

@@ -28,6 +28,7 @@
 
 #include "core/env.hpp"
 #include "core/rng.hpp"
+#include "core/work_batch.hpp"
 
 namespace marlsched::lstcb {
 
@@ -152,7 +153,7 @@ class Shard final : public marlsched::Shard {
   std::size_t head_ = 0;
   std::vector<Request> batch_;
   double busy_until_ = 0, batch_freq_ = 1, batch_start_ = 0;
-  std::vector<std::vector<std::byte>> out_;
+  WorkBatches out_;          // work for other agents, this window
   std::vector<Wire> inbox_;  // requests from neighbours, min-heap on (time, id)
   std::uint64_t serial_ = 0;
   // Per slot, last slot, per window.
