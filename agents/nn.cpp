@@ -76,6 +76,17 @@ std::string script_mlp(torch::jit::Module& mod, const std::string& prefix, const
   return code.str();
 }
 
+torch::jit::Module policy_module(int num_agents, int obs_dim, int num_public, int num_actions,
+                                 const std::string& metadata) {
+  torch::jit::Module mod("marlsched_policy");
+  mod.register_attribute("num_agents", c10::IntType::get(), num_agents);
+  mod.register_attribute("obs_dim", c10::IntType::get(), obs_dim);
+  mod.register_attribute("num_public", c10::IntType::get(), num_public);
+  mod.register_attribute("num_actions", c10::IntType::get(), num_actions);
+  mod.register_attribute("metadata", c10::StringType::get(), metadata);
+  return mod;
+}
+
 std::string script_per_agent(torch::jit::Module& mod, const std::string& prefix,
                              const std::vector<const Mlp*>& nets) {
   std::ostringstream src;

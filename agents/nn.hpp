@@ -42,6 +42,11 @@ const char* script_agent_input();
 std::string script_mlp(torch::jit::Module& mod, const std::string& prefix, const Mlp& net,
                        const std::string& indent);
 
+/// An exported policy module with the attributes every exporter sets (num_agents, obs_dim,
+/// num_public, num_actions, and the JSON `metadata`).
+torch::jit::Module policy_module(int num_agents, int obs_dim, int num_public, int num_actions,
+                                 const std::string& metadata);
+
 /// TorchScript lines (indented for a method body) returning network i's output for `agent` == i,
 /// one branch per agent in agent order (`nets` holds num_agents networks, gathered from every
 /// training rank); weights are registered as `prefix<i>_...`.

@@ -554,12 +554,7 @@ void Dqn::export_torchscript(const std::vector<const Dqn*>& ranks, const std::st
                              const std::string& metadata) {
   MARLSCHED_CHECK(!ranks.empty(), "no learner to export");
   const Impl& m0 = *ranks.front()->impl_;
-  torch::jit::Module mod("marlsched_policy");
-  mod.register_attribute("num_agents", c10::IntType::get(), m0.n);
-  mod.register_attribute("obs_dim", c10::IntType::get(), m0.d);
-  mod.register_attribute("num_public", c10::IntType::get(), m0.pub);
-  mod.register_attribute("num_actions", c10::IntType::get(), m0.na);
-  mod.register_attribute("metadata", c10::StringType::get(), metadata);
+  auto mod = nn::policy_module(m0.n, m0.d, m0.pub, m0.na, metadata);
   std::ostringstream src;
   src << nn::script_agent_input() << R"(
 def qvalues(self, obs: Tensor, agent: int) -> Tensor:
