@@ -36,6 +36,19 @@ void LearnerConfigs::validate(const std::string& algo) const {
   unknown(algo);
 }
 
+void LearnerConfigs::check_env(const std::string& algo, const EnvSpec& spec) const {
+  validate(algo);
+  if (algo == "tsdqn") {
+    MARLSCHED_REQUIRE(spec.action_heads.size() == 2,
+                      "tsdqn needs an env with a long and a short action head (e.g. lstcb); env '"
+                          << spec.name << "' has one action head");
+    MARLSCHED_REQUIRE(spec.episode_length % spec.long_every == 0,
+                      "tsdqn: episodes (" << spec.episode_length
+                                          << " steps) must hold whole windows of "
+                                          << spec.long_every << " steps");
+  }
+}
+
 int LearnerConfigs::rollout_steps(const std::string& algo) const {
   if (algo == "mappo") return mappo.rollout_steps;
   if (algo == "dqn" || algo == "tsdqn") return dqn.rollout_steps;

@@ -26,6 +26,9 @@ struct LearnerConfigs {
   }
   /// Validates the named learner's options; throws ConfigError for an unknown name.
   void validate(const std::string& algo) const;
+  /// Throws ConfigError when the named learner cannot act in an env of this spec (before any
+  /// collective, so that the error is one clear line).
+  void check_env(const std::string& algo, const EnvSpec& spec) const;
   /// Environment steps per iteration, and β of the team reward, of the named learner.
   int rollout_steps(const std::string& algo) const;
   double team_reward(const std::string& algo) const;

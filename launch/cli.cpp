@@ -355,6 +355,7 @@ Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner) {
   ec.validate(n);
   Prepared p;
   p.factory = entry.make_factory(ec, n);
+  if (needs_learner) cmd.learners.check_env(cmd.run.algo, p.factory->spec());
   return p;
 }
 

@@ -14,6 +14,11 @@ expect_error "aset: per-class list of the wrong length" 2 "deadline-ms has 2 val
   "$BIN" train --env aset --agents-per-rank 4 --deadline-ms 10,20
 expect_error "dqn: warmup larger than the buffer" 2 "dqn-warmup must be between" -- \
   "$BIN" train --env aset --algo dqn --agents-per-rank 4 --dqn-buffer 1000 --dqn-warmup 5000
+printf 'model,gpu\nx,y\n' > badprofile.csv
+expect_error "lstcb: malformed batch profile file" 2 "badprofile.csv: expected the header" -- \
+  "$BIN" train --env lstcb --agents-per-rank 4 --profile-file badprofile.csv
+expect_error "tsdqn on an env without a long/short action" 2 "tsdqn needs an env with a long and a short action head" -- \
+  "$BIN" train --env aset --algo tsdqn --agents-per-rank 4 --iterations 1
 expect_error "zero time slot" 2 "slot-minutes must divide 60" -- \
   "$BIN" train --agents-per-rank 4 --slot-minutes 0
 printf 'iterations = 2\nagents-per-rank = 4\nlr_actr = 0.1\n' > typo.toml
