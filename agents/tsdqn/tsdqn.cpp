@@ -229,7 +229,7 @@ void TwoTimescaleDqn::load(const std::string& path) {
   MARLSCHED_REQUIRE_INPUT(static_cast<bool>(in), "cannot read model '" << path << "'");
   const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<std::byte> bytes(raw.size());
-  std::memcpy(bytes.data(), raw.data(), raw.size());
+  if (!raw.empty()) std::memcpy(bytes.data(), raw.data(), raw.size());
   ByteReader r(bytes.data(), bytes.size(), path);
   MARLSCHED_REQUIRE_INPUT(r.get<std::uint32_t>() == kMagic,
                           "model '" << path << "' is not a two-timescale DQN model (tsdqn)");

@@ -66,7 +66,7 @@ class ByteReader {
     const auto n = get<std::uint64_t>();
     if (n > static_cast<std::uint64_t>(end_ - p_) / sizeof(T)) fail();
     std::vector<T> v(n);
-    std::memcpy(v.data(), p_, n * sizeof(T));
+    if (n > 0) std::memcpy(v.data(), p_, n * sizeof(T));  // (an empty vector's data() may be null)
     p_ += n * sizeof(T);
     return v;
   }

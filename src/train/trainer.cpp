@@ -170,7 +170,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     if (in) {
       std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       bytes.resize(raw.size());
-      std::memcpy(bytes.data(), raw.data(), raw.size());
+      if (!raw.empty()) std::memcpy(bytes.data(), raw.data(), raw.size());
     }
     ByteReader r(bytes.data(), bytes.size(), sp);
     if (r.get<std::uint32_t>() != kTrainerStateMagic)
