@@ -199,19 +199,10 @@ EnvSpec make_spec(const Config& cfg, int num_agents, const Topology& topo) {
   return s;
 }
 
-int latency_bin(double ms) {
-  if (!(ms > 0.1)) return 0;
-  const int b = 1 + static_cast<int>(std::floor(10.0 * std::log10(ms / 0.1)));
-  return std::min(b, kLatBins - 1);
-}
 std::string latency_bin_key(const std::string& cls, int bin) {
   char b[8];
   std::snprintf(b, sizeof b, "%02d", bin);
   return "latency_bin/" + cls + "/" + b;
-}
-
-double latency_bin_upper(int bin) {
-  return 0.1 * std::pow(10.0, bin / 10.0);
 }
 
 namespace {
@@ -262,7 +253,7 @@ Shard::Shard(std::shared_ptr<const Config> cfg, std::shared_ptr<const EnvSpec> s
   out_.resize(n_);
   cls_arrived_.assign(static_cast<std::size_t>(c_), 0.0);
   cls_success_ = cls_late_ = cls_dropped_ = cls_arrived_;
-  hist_.assign(static_cast<std::size_t>(c_ * kLatBins), 0.0);
+  hist_.assign(static_cast<std::size_t>(c_ * latency::kBins), 0.0);
   cls_latency_.assign(static_cast<std::size_t>(c_), 0.0);
   reset(0, 0);
 }
@@ -441,7 +432,7 @@ void Shard::finish(const Query& q, double t) {
     latency_sum_ += lat;
     acc_.latency += lat;
     cls_latency_[cu] += lat;
-    hist_[cu * kLatBins + static_cast<std::size_t>(latency_bin(lat))] += 1;
+    hist_[cu * latency::kBins + static_cast<std::size_t>(latency::bin(lat))] += 1;
     ok = lat <= cfg_.deadline_ms[cu] + 1e-9;
     if (ok) {
       success_ += 1;
@@ -571,8 +562,8 @@ std::map<std::string, double> Shard::counters() const {
     m["late/" + name] = cls_late_[cu];
     m["dropped/" + name] = cls_dropped_[cu];
     m["latency_ms_sum/" + name] = cls_latency_[cu];
-    for (int b = 0; b < kLatBins; ++b)
-      m[latency_bin_key(name, b)] = hist_[cu * kLatBins + static_cast<std::size_t>(b)];
+    for (int b = 0; b < latency::kBins; ++b)
+      m[latency_bin_key(name, b)] = hist_[cu * latency::kBins + static_cast<std::size_t>(b)];
   }
   return m;
 }
@@ -696,7 +687,7 @@ void Shard::load_state(const std::vector<std::byte>& state) {
   cls_latency_ = r.get_vector<double>();
   events_ = r.get<std::uint64_t>();
   if (cls_arrived_.size() != cs || cls_success_.size() != cs || cls_late_.size() != cs ||
-      cls_dropped_.size() != cs || hist_.size() != cs * kLatBins || cls_latency_.size() != cs)
+      cls_dropped_.size() != cs || hist_.size() != cs * latency::kBins || cls_latency_.size() != cs)
     MARLSCHED_THROW(InputError, "aset shard state: does not match this configuration");
   std::make_heap(heap_.begin(), heap_.end(), Later{});
   std::make_heap(free_at_.begin(), free_at_.end(), std::greater<>{});
@@ -711,21 +702,13 @@ std::vector<std::pair<std::string, double>> summarize(const Config& cfg,
   };
   std::vector<std::pair<std::string, double>> out;
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  // p99 from the summed histograms of some classes: the upper edge of the bin holding it.
+  // p99 from the summed histograms of some classes.
   auto p99 = [&](const std::vector<std::string>& classes) {
-    std::vector<double> h(kLatBins, 0.0);
-    double total = 0;
+    std::vector<double> h(latency::kBins, 0.0);
     for (const auto& name : classes)
-      for (int b = 0; b < kLatBins; ++b) {
+      for (int b = 0; b < latency::kBins; ++b)
         h[static_cast<std::size_t>(b)] += get(latency_bin_key(name, b));
-        total += get(latency_bin_key(name, b));
-      }
-    double run = 0;
-    for (int b = 0; b < kLatBins && total > 0; ++b) {
-      run += h[static_cast<std::size_t>(b)];
-      if (run >= 0.99 * total) return latency_bin_upper(b);
-    }
-    return nan;
+    return latency::quantile_upper(h, 0.99);
   };
   // Success, drop and late rates of finished queries, mean and p99 latency of answered ones.
   auto rates = [&](const std::string& suffix, double ok, double late, double drop, double lat,

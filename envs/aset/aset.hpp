@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "core/env.hpp"
+#include "core/latency_histogram.hpp"
 #include "core/rng.hpp"
 #include "core/work_batch.hpp"
 
@@ -126,11 +127,7 @@ struct Wire {
   Query q;
 };
 
-/// Latency histogram: log-spaced bins, 10 per decade from 0.1 ms, for p99 across ranks.
-constexpr int kLatBins = 41;
-int latency_bin(double ms);
-double latency_bin_upper(int bin);
-/// Counter name of a class's latency histogram bin.
+/// Counter name of a class's latency histogram bin (core/latency_histogram.hpp).
 std::string latency_bin_key(const std::string& cls, int bin);
 
 class Shard final : public marlsched::Shard {
@@ -149,11 +146,8 @@ class Shard final : public marlsched::Shard {
   std::vector<std::byte> save_state() const override;
   void load_state(const std::vector<std::byte>& state) override;
 
-  /// Queries inside this shard (waiting, in service, results on their way here).
-  std::size_t in_system() const { return heap_.size(); }
-  double clock_ms() const { return clock_; }
+  /// Discrete events processed (arrivals, admissions, completions, results).
   std::uint64_t events() const { return events_; }
-  bool bursting() const { return burst_; }
 
  private:
   struct Acc {  // one decision interval at this ingress
@@ -202,7 +196,7 @@ class Shard final : public marlsched::Shard {
          received_ = 0, to_cloud_ = 0, latency_sum_ = 0, late_deliveries_ = 0,
          late_delivery_ms_ = 0;
   std::vector<double> cls_arrived_, cls_success_, cls_late_, cls_dropped_, cls_latency_;
-  std::vector<double> hist_;  // [class][latency bin]
+  std::vector<double> hist_;  // [class][latency::bin]
   std::uint64_t events_ = 0;
 };
 

@@ -8,6 +8,7 @@
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
+#include "core/latency_histogram.hpp"
 #include "core/serialize.hpp"
 
 namespace marlsched::lstcb {
@@ -185,10 +186,11 @@ struct Later {
     return a.t_at > b.t_at || (a.t_at == b.t_at && a.r.id > b.r.id);
   }
 };
-constexpr int kBins = 41;  // latency histogram: 10 bins per decade from 0.1 ms
-int bin_of(double ms) {
-  if (!(ms > 0.1)) return 0;
-  return std::min(kBins - 1, 1 + static_cast<int>(std::floor(10.0 * std::log10(ms / 0.1))));
+/// Counter name of a latency histogram bin (core/latency_histogram.hpp).
+std::string bin_key(int b) {
+  char key[32];
+  std::snprintf(key, sizeof key, "latency_bin/%02d", b);
+  return key;
 }
 }  // namespace
 
@@ -230,7 +232,7 @@ Shard::Shard(std::shared_ptr<const Config> cfg, std::shared_ptr<const EnvSpec> s
       nbrs_(ring_neighbours(agent, num_agents, k_)),
       peak_per_ms_(cfg_.rates[static_cast<std::size_t>(agent) % cfg_.rates.size()] / 1000.0) {
   out_.resize(n_);
-  hist_.assign(kBins, 0.0);
+  hist_.assign(latency::kBins, 0.0);
   reset(0, 0);
 }
 
@@ -364,7 +366,7 @@ void Shard::complete(double t) {
     latency_sum_ += lat;
     s_latency_ += lat;
     left_ms_ += t - r.enter;
-    hist_[static_cast<std::size_t>(bin_of(lat))] += 1;
+    hist_[static_cast<std::size_t>(latency::bin(lat))] += 1;
     if (lat > cfg_.slo_ms + 1e-9) {
       violations_ += 1;
       s_viol_ += 1;
@@ -550,11 +552,7 @@ std::map<std::string, double> Shard::counters() const {
       {"batches", batches_},
       {"late_deliveries", late_deliveries_},
       {"events", static_cast<double>(events_)}};
-  for (int b = 0; b < kBins; ++b) {
-    char key[32];
-    std::snprintf(key, sizeof key, "latency_bin/%02d", b);
-    m[key] = hist_[static_cast<std::size_t>(b)];
-  }
+  for (int b = 0; b < latency::kBins; ++b) m[bin_key(b)] = hist_[static_cast<std::size_t>(b)];
   return m;
 }
 
@@ -571,25 +569,13 @@ std::vector<std::byte> Shard::save_state() const {
   w.put_string(rng.str());
   w.put_vector(std::vector<std::int32_t>{batch_cap_, mode_, overflow_to_, steer_to_, level_,
                                          burst_ ? 1 : 0, slot_});
-  w.put_vector(std::vector<double>{freq_,           steer_,
-                                   next_arrival_,   clock_,
-                                   slot_start_,     last_t_,
-                                   busy_until_,     batch_freq_,
-                                   batch_start_,    s_energy_,
-                                   s_served_,       s_viol_,
-                                   s_steered_,      s_latency_,
-                                   s_busy_,         s_arrived_,
-                                   last_util_,      last_arrived_,
-                                   last_energy_,    w_served_,
-                                   w_viol_,         last_window_viol_,
-                                   arrived_,        entered_,
-                                   served_,         violations_,
-                                   steered_,        received_,
-                                   abandoned_,      energy_j_,
-                                   busy_ms_,        sim_ms_,
-                                   latency_sum_,    area_ms_,
-                                   left_ms_,        batches_,
-                                   late_deliveries_});
+  w.put_vector(std::vector<double>{
+      freq_,       steer_,       next_arrival_,     clock_,     slot_start_,   last_t_,
+      busy_until_, batch_freq_,  s_energy_,         s_served_,  s_viol_,       s_steered_,
+      s_latency_,  s_busy_,      s_arrived_,        last_util_, last_arrived_, last_energy_,
+      w_served_,   w_viol_,      last_window_viol_, arrived_,   entered_,      served_,
+      violations_, steered_,     received_,         abandoned_, energy_j_,     busy_ms_,
+      sim_ms_,     latency_sum_, area_ms_,          left_ms_,   batches_,      late_deliveries_});
   w.put_vector(nbr_load_);
   w.put(serial_);
   w.put_vector(
@@ -610,7 +596,7 @@ void Shard::load_state(const std::vector<std::byte>& state) {
   if (!rng) MARLSCHED_THROW(InputError, "lstcb shard state: bad RNG state");
   const auto iv = r.get_vector<std::int32_t>();
   const auto dv = r.get_vector<double>();
-  if (iv.size() != 7 || dv.size() != 37)
+  if (iv.size() != 7 || dv.size() != 36)
     MARLSCHED_THROW(InputError, "lstcb shard state: wrong layout");
   batch_cap_ = iv[0];
   mode_ = iv[1];
@@ -619,25 +605,18 @@ void Shard::load_state(const std::vector<std::byte>& state) {
   level_ = iv[4];
   burst_ = iv[5] != 0;
   slot_ = iv[6];
-  double* dst[] = {&freq_,           &steer_,
-                   &next_arrival_,   &clock_,
-                   &slot_start_,     &last_t_,
-                   &busy_until_,     &batch_freq_,
-                   &batch_start_,    &s_energy_,
-                   &s_served_,       &s_viol_,
-                   &s_steered_,      &s_latency_,
-                   &s_busy_,         &s_arrived_,
-                   &last_util_,      &last_arrived_,
-                   &last_energy_,    &w_served_,
-                   &w_viol_,         &last_window_viol_,
-                   &arrived_,        &entered_,
-                   &served_,         &violations_,
-                   &steered_,        &received_,
-                   &abandoned_,      &energy_j_,
-                   &busy_ms_,        &sim_ms_,
-                   &latency_sum_,    &area_ms_,
-                   &left_ms_,        &batches_,
-                   &late_deliveries_};
+  double* dst[] = {&freq_,       &steer_,        &next_arrival_,
+                   &clock_,      &slot_start_,   &last_t_,
+                   &busy_until_, &batch_freq_,   &s_energy_,
+                   &s_served_,   &s_viol_,       &s_steered_,
+                   &s_latency_,  &s_busy_,       &s_arrived_,
+                   &last_util_,  &last_arrived_, &last_energy_,
+                   &w_served_,   &w_viol_,       &last_window_viol_,
+                   &arrived_,    &entered_,      &served_,
+                   &violations_, &steered_,      &received_,
+                   &abandoned_,  &energy_j_,     &busy_ms_,
+                   &sim_ms_,     &latency_sum_,  &area_ms_,
+                   &left_ms_,    &batches_,      &late_deliveries_};
   for (std::size_t i = 0; i < dv.size(); ++i) *dst[i] = dv[i];
   nbr_load_ = r.get_vector<float>();
   serial_ = r.get<std::uint64_t>();
@@ -647,7 +626,7 @@ void Shard::load_state(const std::vector<std::byte>& state) {
   inbox_ = r.get_vector<Wire>();
   hist_ = r.get_vector<double>();
   events_ = r.get<std::uint64_t>();
-  if (nbr_load_.size() != static_cast<std::size_t>(k_) || hist_.size() != kBins)
+  if (nbr_load_.size() != static_cast<std::size_t>(k_) || hist_.size() != latency::kBins)
     MARLSCHED_THROW(InputError, "lstcb shard state: does not match this configuration");
   std::make_heap(inbox_.begin(), inbox_.end(), Later{});
   out_.clear();
@@ -664,23 +643,9 @@ std::vector<std::pair<std::string, double>> summarize(const std::map<std::string
   out.emplace_back("energy_per_inference_j", served > 0 ? get("energy_j") / served : nan);
   out.emplace_back("slo_violation_rate", served > 0 ? get("violations") / served : nan);
   out.emplace_back("mean_latency_ms", served > 0 ? get("latency_ms_sum") / served : nan);
-  double total = 0;
-  std::vector<double> h(kBins);
-  for (int b = 0; b < kBins; ++b) {
-    char key[32];
-    std::snprintf(key, sizeof key, "latency_bin/%02d", b);
-    h[static_cast<std::size_t>(b)] = get(key);
-    total += h[static_cast<std::size_t>(b)];
-  }
-  double p99 = nan, run = 0;
-  for (int b = 0; b < kBins && total > 0; ++b) {
-    run += h[static_cast<std::size_t>(b)];
-    if (run >= 0.99 * total) {
-      p99 = 0.1 * std::pow(10.0, b / 10.0);
-      break;
-    }
-  }
-  out.emplace_back("p99_latency_ms", p99);
+  std::vector<double> h(latency::kBins);
+  for (int b = 0; b < latency::kBins; ++b) h[static_cast<std::size_t>(b)] = get(bin_key(b));
+  out.emplace_back("p99_latency_ms", latency::quantile_upper(h, 0.99));
   out.emplace_back("gpu_util", sim > 0 ? get("busy_ms") / sim : nan);
   // sim_ms sums every server's simulated time: requests per second per server.
   out.emplace_back("throughput_rps", sim > 0 ? served / sim * 1000.0 : nan);

@@ -114,8 +114,6 @@ class Shard final : public marlsched::Shard {
     double area_ms, left_ms, here_ms;
   };
   Little little() const;
-  int max_batch() const { return batch_cap_; }
-  double gpu_clock() const { return freq_; }
   std::uint64_t events() const { return events_; }
 
  private:
@@ -152,7 +150,7 @@ class Shard final : public marlsched::Shard {
   std::vector<Request> queue_;  // FIFO (front = oldest), as a vector with a head index
   std::size_t head_ = 0;
   std::vector<Request> batch_;
-  double busy_until_ = 0, batch_freq_ = 1, batch_start_ = 0;
+  double busy_until_ = 0, batch_freq_ = 1;
   WorkBatches out_;          // work for other agents, this window
   std::vector<Wire> inbox_;  // requests from neighbours, min-heap on (time, id)
   std::uint64_t serial_ = 0;

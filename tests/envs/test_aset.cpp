@@ -223,8 +223,8 @@ TEST(Aset, SummaryMetrics) {
       {"success", 90},   {"late", 5},   {"dropped", 5},   {"latency_ms_sum", 950},
       {"success/a", 90}, {"late/a", 0}, {"dropped/a", 5}, {"latency_ms_sum/a", 900},
       {"success/b", 0},  {"late/b", 5}, {"dropped/b", 0}, {"latency_ms_sum/b", 50}};
-  c[aset::latency_bin_key("a", aset::latency_bin(9.0))] = 90;
-  c[aset::latency_bin_key("b", aset::latency_bin(10.0))] = 5;
+  c[aset::latency_bin_key("a", latency::bin(9.0))] = 90;
+  c[aset::latency_bin_key("b", latency::bin(10.0))] = 5;
   std::map<std::string, double> m;
   for (const auto& [k, v] : aset::summarize(cfg, c)) m[k] = v;
   EXPECT_DOUBLE_EQ(m.at("success_rate"), 0.9);
