@@ -99,6 +99,16 @@ std::string script_per_agent(torch::jit::Module& mod, const std::string& prefix,
   return src.str();
 }
 
+torch::Tensor string_tensor(const std::string& s) {
+  return torch::from_blob(const_cast<char*>(s.data()), {static_cast<std::int64_t>(s.size())},
+                          torch::kUInt8)
+      .clone();
+}
+
+std::string tensor_string(const torch::Tensor& t) {
+  return std::string(static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.numel()));
+}
+
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

@@ -53,6 +53,10 @@ torch::jit::Module policy_module(int num_agents, int obs_dim, int num_public, in
 std::string script_per_agent(torch::jit::Module& mod, const std::string& prefix,
                              const std::vector<const Mlp*>& nets);
 
+/// Text stored in a serialized archive as a uint8 tensor, and back.
+torch::Tensor string_tensor(const std::string& s);
+std::string tensor_string(const torch::Tensor& t);
+
 /// Seconds on a monotonic clock.
 double now();
 

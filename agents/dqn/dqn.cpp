@@ -432,12 +432,7 @@ void Dqn::save(std::ostream& out) const {
            torch::from_blob(const_cast<std::int64_t*>(m.last_act.data()),
                             {static_cast<std::int64_t>(m.last_act.size())}, torch::kInt64)
                .clone());
-  std::ostringstream rng;
-  rng << m.explore_rng.engine() << ' ' << m.sample_rng.engine();
-  const std::string rs = rng.str();
-  ar.write("rng", torch::from_blob(const_cast<char*>(rs.data()),
-                                   {static_cast<std::int64_t>(rs.size())}, torch::kUInt8)
-                      .clone());
+  ar.write("rng", nn::string_tensor(write_states({&m.explore_rng, &m.sample_rng})));
   ar.save_to(out);
 }
 
@@ -522,10 +517,8 @@ void Dqn::load_impl(std::istream& in, const std::string& path) {
   }
   torch::Tensor rt;
   ar.read("rng", rt);
-  std::istringstream rng(
-      std::string(static_cast<const char*>(rt.data_ptr()), static_cast<std::size_t>(rt.numel())));
-  rng >> m.explore_rng.engine() >> m.sample_rng.engine();
-  MARLSCHED_REQUIRE(static_cast<bool>(rng), "model '" << path << "': bad RNG state");
+  MARLSCHED_REQUIRE(read_states(nn::tensor_string(rt), {&m.explore_rng, &m.sample_rng}),
+                    "model '" << path << "': bad RNG state");
 }
 
 bool Dqn::shared_parameters_identical() const {

@@ -506,12 +506,7 @@ void Mappo::save(const std::string& path) const {
   m.critic_opt->save(co);
   ar.write("critic_opt", co);
   ar.write("vnorm", torch::tensor({m.vnorm.count, m.vnorm.mean, m.vnorm.m2}, torch::kFloat64));
-  std::ostringstream rng;
-  rng << m.sample_rng.engine() << ' ' << m.shuffle_rng.engine();
-  const std::string rs = rng.str();
-  ar.write("rng", torch::from_blob(const_cast<char*>(rs.data()),
-                                   {static_cast<std::int64_t>(rs.size())}, torch::kUInt8)
-                      .clone());
+  ar.write("rng", nn::string_tensor(write_states({&m.sample_rng, &m.shuffle_rng})));
   ar.save_to(path);
 }
 
@@ -559,10 +554,8 @@ void Mappo::load_impl(const std::string& path) {
   m.vnorm.m2 = vn[2].item<double>();
   torch::Tensor rt;
   ar.read("rng", rt);
-  std::istringstream rng(
-      std::string(static_cast<const char*>(rt.data_ptr()), static_cast<std::size_t>(rt.numel())));
-  rng >> m.sample_rng.engine() >> m.shuffle_rng.engine();
-  MARLSCHED_REQUIRE(static_cast<bool>(rng), "model '" << path << "': bad RNG state");
+  MARLSCHED_REQUIRE(read_states(nn::tensor_string(rt), {&m.sample_rng, &m.shuffle_rng}),
+                    "model '" << path << "': bad RNG state");
 }
 
 const std::vector<StatName>& Mappo::stat_names() const {

@@ -579,9 +579,7 @@ std::vector<std::byte> Shard::save_state() const {
   ByteWriter w;
   w.put(kStateMagic);
   w.put<std::int32_t>(agent_);
-  std::ostringstream rng;
-  rng << rng_.engine() << ' ' << exo_.engine();
-  w.put_string(rng.str());
+  w.put_string(write_states({&rng_, &exo_}));
   w.put(clock_);
   w.put(step_start_);
   w.put<std::int32_t>(step_);
@@ -624,9 +622,8 @@ void Shard::load_state(const std::vector<std::byte>& state) {
   ByteReader r(state.data(), state.size(), "aset shard state");
   if (r.get<std::uint32_t>() != kStateMagic || r.get<std::int32_t>() != agent_)
     MARLSCHED_THROW(InputError, "aset shard state: wrong magic or agent");
-  std::istringstream rng(r.get_string());
-  rng >> rng_.engine() >> exo_.engine();
-  if (!rng) MARLSCHED_THROW(InputError, "aset shard state: bad RNG state");
+  if (!read_states(r.get_string(), {&rng_, &exo_}))
+    MARLSCHED_THROW(InputError, "aset shard state: bad RNG state");
   clock_ = r.get<double>();
   step_start_ = r.get<double>();
   step_ = r.get<std::int32_t>();

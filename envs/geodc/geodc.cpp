@@ -522,9 +522,7 @@ std::vector<std::byte> Shard::save_state() const {
   ByteWriter w;
   w.put(kStateMagic);
   w.put<std::int32_t>(agent_);
-  std::ostringstream rng;
-  rng << rng_.engine();
-  w.put_string(rng.str());
+  w.put_string(write_states({&rng_}));
   w.put(t_);
   w.put(start_hour_);
   w.put(trace_offset_);
@@ -546,9 +544,8 @@ void Shard::load_state(const std::vector<std::byte>& state) {
   if (agent != agent_)
     MARLSCHED_THROW(InputError,
                     "geodc shard state belongs to agent " << agent << ", not " << agent_);
-  std::istringstream rng(r.get_string());
-  rng >> rng_.engine();
-  if (!rng) MARLSCHED_THROW(InputError, "geodc shard state: bad RNG state");
+  if (!read_states(r.get_string(), {&rng_}))
+    MARLSCHED_THROW(InputError, "geodc shard state: bad RNG state");
   t_ = r.get<int>();
   start_hour_ = r.get<std::int64_t>();
   trace_offset_ = r.get<std::int64_t>();

@@ -564,9 +564,7 @@ std::vector<std::byte> Shard::save_state() const {
   ByteWriter w;
   w.put(kMagic);
   w.put<std::int32_t>(agent_);
-  std::ostringstream rng;
-  rng << rng_.engine() << ' ' << exo_.engine();
-  w.put_string(rng.str());
+  w.put_string(write_states({&rng_, &exo_}));
   w.put_vector(std::vector<std::int32_t>{batch_cap_, mode_, overflow_to_, steer_to_, level_,
                                          burst_ ? 1 : 0, slot_});
   w.put_vector(std::vector<double>{
@@ -591,9 +589,8 @@ void Shard::load_state(const std::vector<std::byte>& state) {
   ByteReader r(state.data(), state.size(), "lstcb shard state");
   if (r.get<std::uint32_t>() != kMagic || r.get<std::int32_t>() != agent_)
     MARLSCHED_THROW(InputError, "lstcb shard state: wrong magic or agent");
-  std::istringstream rng(r.get_string());
-  rng >> rng_.engine() >> exo_.engine();
-  if (!rng) MARLSCHED_THROW(InputError, "lstcb shard state: bad RNG state");
+  if (!read_states(r.get_string(), {&rng_, &exo_}))
+    MARLSCHED_THROW(InputError, "lstcb shard state: bad RNG state");
   const auto iv = r.get_vector<std::int32_t>();
   const auto dv = r.get_vector<double>();
   if (iv.size() != 7 || dv.size() != 36)

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <initializer_list>
 #include <random>
+#include <sstream>
+#include <string>
 
 namespace marlsched {
 
@@ -67,5 +69,21 @@ class Rng {
  private:
   std::mt19937_64 gen_;
 };
+
+/// The states of some generators as text (the standard's stream format of std::mt19937_64),
+/// for checkpoints and saved models.
+inline std::string write_states(std::initializer_list<const Rng*> rngs) {
+  std::ostringstream os;
+  for (const Rng* r : rngs) os << r->engine() << ' ';
+  return os.str();
+}
+
+/// Restores states written by write_states (same generators, same order); false when the text
+/// is malformed.
+inline bool read_states(const std::string& text, std::initializer_list<Rng*> rngs) {
+  std::istringstream is(text);
+  for (Rng* r : rngs) is >> r->engine();
+  return static_cast<bool>(is);
+}
 
 }  // namespace marlsched
