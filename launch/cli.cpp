@@ -17,10 +17,12 @@
 #include "agents/baselines/heuristics.hpp"
 #include "agents/exported/torchscript_policy.hpp"
 #include "agents/registry.hpp"
+#include "config_file.hpp"
 #include "core/csv.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/version.hpp"
+#include "dist/watchdog.hpp"
 #include "envs/registry.hpp"
 #include "geodc/geodc.hpp"
 #include "geodc/traces.hpp"
@@ -49,163 +51,17 @@ void report_error(const std::string& line) {
   }
 }
 
-// ---- TOML value formatting ------------------------------------------------------------------
-std::string toml(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o.push_back('\\');
-    o.push_back(c);
-  }
-  return o + "\"";
-}
-std::string toml(double v) {
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  std::string s(buf, r.ptr);
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-  return s;
-}
-std::string toml(int v) {
-  return std::to_string(v);
-}
-std::string toml(std::int64_t v) {
-  return std::to_string(v);
-}
-std::string toml(std::uint64_t v) {
-  return std::to_string(v);
-}
-std::string toml(bool v) {
-  return v ? "true" : "false";
-}
-template <class T>
-std::string toml(const std::vector<T>& v) {
-  std::string o = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + toml(v[i]);
-  return o + "]";
-}
-
-/// Binds config structs to one CLI11 (sub)command and remembers how to print each value.
-class Binder final : public OptionBinder {
- public:
-  struct Entry {
-    std::string group, flag;
-    std::function<std::string()> value;
-    std::function<void()> clear = {};  ///< set for list options
-  };
-  explicit Binder(CLI::App* app) : app_(app) {}
-  void group(const std::string& name) override { group_ = name; }
-  void add(const std::string& f, int& v, const std::string& h) override { opt(f, v, h); }
-  void add(const std::string& f, std::int64_t& v, const std::string& h) override { opt(f, v, h); }
-  void add(const std::string& f, std::uint64_t& v, const std::string& h) override { opt(f, v, h); }
-  void add(const std::string& f, double& v, const std::string& h) override { opt(f, v, h); }
-  void add(const std::string& f, std::string& v, const std::string& h) override { opt(f, v, h); }
-  void add(const std::string& f, bool& v, const std::string& h) override {
-    app_->add_flag("--" + f + ",!--no-" + f, v, h + " (default " + toml(v) + ")")->group(group_);
-    entries_.push_back({group_, f, [&v] { return toml(v); }});
-  }
-  void add(const std::string& f, std::vector<int>& v, const std::string& h) override {
-    vec(f, v, h);
-  }
-  void add(const std::string& f, std::vector<double>& v, const std::string& h) override {
-    vec(f, v, h);
-  }
-  void add(const std::string& f, std::vector<std::string>& v, const std::string& h) override {
-    vec(f, v, h);
-  }
-  const std::vector<Entry>& entries() const { return entries_; }
-
-  /// The resolved configuration as TOML (flat keys; groups as comments).
-  std::string to_toml() const {
-    std::ostringstream os;
-    os << "# marlsched " << MARLSCHED_VERSION << " resolved configuration\n";
-    std::string g;
-    for (const auto& e : entries_) {
-      if (e.group != g) {
-        g = e.group;
-        os << "\n# " << g << "\n";
-      }
-      os << e.flag << " = " << e.value() << "\n";
-    }
-    return os.str();
-  }
-
- private:
-  template <class T>
-  void opt(const std::string& f, T& v, const std::string& h) {
-    app_->add_option("--" + f, v, h)->capture_default_str()->group(group_);
-    entries_.push_back({group_, f, [&v] { return toml(v); }});
-  }
-  template <class T>
-  void vec(const std::string& f, std::vector<T>& v, const std::string& h) {
-    app_->add_option("--" + f, v, h)->delimiter(',')->capture_default_str()->group(group_);
-    // An empty list (`key = []` in TOML) is legal in a config file; CLI11 cannot convert it.
-    entries_.push_back({group_, f, [&v] { return toml(v); }, [&v] { v.clear(); }});
-  }
-  CLI::App* app_;
-  std::string group_ = "Options";
-  std::vector<Entry> entries_;
-};
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] =
-          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-/// Applies a TOML file to a subcommand: keys are long option names ('_' may stand for '-');
-/// [sections] only organise the file. Values given as flags win.
-void apply_config_file(CLI::App* sub, const Binder& binder, const std::string& path) {
-  std::vector<CLI::ConfigItem> items;
-  try {
-    items = CLI::ConfigTOML().from_file(path);
-  } catch (const CLI::Error& e) {
-    MARLSCHED_THROW(ConfigError, "cannot read config file '" << path << "': " << e.what());
-  }
-  for (const auto& item : items) {
-    if (item.name == "++" || item.name == "--") continue;  // section open/close markers
-    std::string key = item.name;
-    for (auto& ch : key)
-      if (ch == '_') ch = '-';
-    CLI::Option* op = sub->get_option_no_throw("--" + key);
-    if (op == nullptr || key == "config" || key == "help") {
-      std::string best;
-      std::size_t bd = SIZE_MAX;
-      for (const auto& e : binder.entries()) {
-        const auto d = edit_distance(key, e.flag);
-        if (d < bd) {
-          bd = d;
-          best = e.flag;
-        }
-      }
-      std::ostringstream os;
-      os << path << ": unknown config key '" << item.fullname() << "'";
-      if (bd <= std::max<std::size_t>(2, key.size() / 3)) os << " (did you mean '" << best << "'?)";
-      MARLSCHED_THROW(ConfigError, os.str());
-    }
-    if (op->count() > 0) continue;  // the command line wins
-    if (item.inputs.empty() || (item.inputs.size() == 1 && item.inputs[0].empty())) {
-      const Binder::Entry* entry = nullptr;
-      for (const auto& e : binder.entries())
-        if (e.flag == key) entry = &e;
-      if (entry != nullptr && entry->clear) {
-        entry->clear();
-        continue;
-      }
-    }
-    try {
-      op->add_result(item.inputs);
-      op->run_callback();
-    } catch (const CLI::Error& e) {
-      MARLSCHED_THROW(ConfigError, path << ": bad value for '" << key << "': " << e.what());
-    }
-  }
+/// Creates the run directory if needed and proves that this rank can write into it, so that a
+/// read-only or full file system fails before training with one message instead of later.
+void check_run_dir_writable(const std::string& run_dir, int rank) {
+  std::error_code ec;
+  std::filesystem::create_directories(run_dir, ec);
+  if (ec)
+    MARLSCHED_THROW(InputError,
+                    "cannot create run directory '" << run_dir << "': " << ec.message());
+  const std::string probe = run_dir + "/.write-probe-rank-" + std::to_string(rank);
+  write_file(probe, "marlsched\n");
+  std::filesystem::remove(probe, ec);
 }
 
 /// Everything a run-like subcommand binds.
@@ -577,6 +433,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         if (root) check_segment_for_resume(resume_dir, m.traj_segment, m.traj_rows);
         resume_ckpt = *latest;
       }
+      if (cmd == &train_cmd) check_run_dir_writable(train_cmd.run.run_dir, comm.rank());
       set_torch_threads(cmd->run.threads);
     }
     if (cmd == &eval_cmd) {
@@ -617,6 +474,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   // Phase 2: the run itself. An error here may leave peers inside a collective, so the failing
   // rank prints its message and aborts the whole job.
   try {
+    const dist::Watchdog watchdog(cmd->run.watchdog_s, comm.rank(), comm.size());
     if (cmd == &train_cmd) {
       const StopSignals stop_signals;
       const auto summary = train(train_cmd.run, train_cmd.learners, *prep.factory, comm,

@@ -3,6 +3,7 @@
 set -euo pipefail
 PACKAGES=(
   g++ cmake make git pkg-config clang-format
+  clang libclang-rt-14-dev
   libtorch-dev
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev hdf5-tools

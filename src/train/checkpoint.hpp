@@ -13,41 +13,9 @@
 #include <vector>
 
 #include "dist/comm.hpp"
+#include "train/manifest.hpp"
 
 namespace marlsched {
-
-struct ManifestFile {
-  std::string name;
-  std::uint64_t size = 0, hash = 0;
-};
-
-struct Manifest {
-  int iteration = 0;
-  int ranks = 0;
-  int agents_per_rank = 0;
-  int envs_per_rank = 0;
-  std::string version;
-  std::string config_fingerprint;
-  /// The trajectory segment that holds the steps up to this checkpoint (-1: none) and its rows.
-  int traj_segment = -1;
-  std::int64_t traj_rows = 0;
-  std::vector<ManifestFile> files;
-};
-
-/// Writes `text` to `path` through `path.tmp` and a rename, so readers never see a partial
-/// file; throws InputError if the write fails.
-void write_file_atomic(const std::string& path, const std::string& text);
-
-/// FNV-1a 64 of a file's bytes; throws InputError if unreadable.
-std::uint64_t file_hash(const std::string& path, std::uint64_t* size = nullptr);
-
-/// Fingerprint of a resolved config: a hash of its lines, except those keys a resumed run may
-/// change (iterations, run-dir, quiet, evaluation, checkpoint and trajectory settings).
-std::string config_fingerprint(const std::string& resolved_toml);
-
-/// Parses a MANIFEST; throws InputError naming the file and line when malformed.
-Manifest read_manifest(const std::string& path);
-void write_manifest(const std::string& path, const Manifest& m);
 
 /// The newest complete checkpoint directory of a run, if any.
 std::optional<std::string> latest_checkpoint(const std::string& run_dir);

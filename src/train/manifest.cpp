@@ -1,0 +1,125 @@
+#include "train/manifest.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace marlsched {
+
+std::uint64_t file_hash(const std::string& path, std::uint64_t* size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) MARLSCHED_THROW(InputError, "cannot open '" << path << "'");
+  std::uint64_t h = 1469598103934665603ULL, n = 0;
+  char buf[1 << 16];
+  while (in) {
+    in.read(buf, sizeof buf);
+    const auto got = in.gcount();
+    for (std::streamsize i = 0; i < got; ++i)
+      h = (h ^ static_cast<unsigned char>(buf[i])) * 1099511628211ULL;
+    n += static_cast<std::uint64_t>(got);
+  }
+  if (size) *size = n;
+  return h;
+}
+
+std::string config_fingerprint(const std::string& toml) {
+  static const char* mutable_keys[] = {"iterations",   "run-dir",          "quiet",
+                                       "eval-after",   "eval-episodes",    "eval-seed",
+                                       "check-every",  "checkpoint-every", "keep-checkpoints",
+                                       "traj-every",   "traj-fields",      "traj-compression",
+                                       "watchdog-s",   "traj-level",       "traj-chunk-steps",
+                                       "traj-shuffle", "tensorboard"};
+  std::uint64_t h = 1469598103934665603ULL;
+  std::istringstream in(toml);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto key = line.substr(0, line.find(' '));
+    if (std::find(std::begin(mutable_keys), std::end(mutable_keys), key) != std::end(mutable_keys))
+      continue;
+    for (unsigned char c : line) h = (h ^ c) * 1099511628211ULL;
+    h = (h ^ '\n') * 1099511628211ULL;
+  }
+  std::ostringstream os;
+  os << std::hex << std::setw(16) << std::setfill('0') << h;
+  return os.str();
+}
+
+void write_manifest(const std::string& path, const Manifest& m) {
+  std::ostringstream out;
+  out << "marlsched-checkpoint 1\n"
+      << "version " << m.version << "\n"
+      << "iteration " << m.iteration << "\n"
+      << "ranks " << m.ranks << "\n"
+      << "agents_per_rank " << m.agents_per_rank << "\n"
+      << "envs_per_rank " << m.envs_per_rank << "\n"
+      << "config " << m.config_fingerprint << "\n"
+      << "traj_segment " << m.traj_segment << "\n"
+      << "traj_rows " << m.traj_rows << "\n";
+  for (const auto& f : m.files)
+    out << "file " << f.name << ' ' << f.size << ' ' << std::hex << f.hash << std::dec << "\n";
+  out << "end\n";
+  write_file_atomic(path, out.str());
+}
+
+Manifest read_manifest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) MARLSCHED_THROW(InputError, "cannot open checkpoint manifest '" << path << "'");
+  Manifest m;
+  std::string line;
+  int lineno = 0;
+  bool header = false, end = false;
+  auto bad = [&](const std::string& why) {
+    MARLSCHED_THROW(InputError, path << ":" << lineno << ": " << why);
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (end) bad("data after 'end'");
+    std::istringstream ls(line);
+    std::string key;
+    ls >> key;
+    if (!header) {
+      int v = 0;
+      if (key != "marlsched-checkpoint" || !(ls >> v) || v != 1)
+        bad("not a marlsched checkpoint manifest (version 1)");
+      header = true;
+      continue;
+    }
+    bool ok = true;
+    if (key == "version") {
+      ok = static_cast<bool>(ls >> m.version);
+    } else if (key == "iteration") {
+      ok = static_cast<bool>(ls >> m.iteration) && m.iteration >= 0;
+    } else if (key == "ranks") {
+      ok = static_cast<bool>(ls >> m.ranks) && m.ranks > 0;
+    } else if (key == "agents_per_rank") {
+      ok = static_cast<bool>(ls >> m.agents_per_rank) && m.agents_per_rank > 0;
+    } else if (key == "envs_per_rank") {
+      ok = static_cast<bool>(ls >> m.envs_per_rank) && m.envs_per_rank > 0;
+    } else if (key == "config") {
+      ok = static_cast<bool>(ls >> m.config_fingerprint);
+    } else if (key == "traj_segment") {
+      ok = static_cast<bool>(ls >> m.traj_segment) && m.traj_segment >= -1;
+    } else if (key == "traj_rows") {
+      ok = static_cast<bool>(ls >> m.traj_rows) && m.traj_rows >= 0;
+    } else if (key == "file") {
+      ManifestFile f;
+      ok = static_cast<bool>(ls >> f.name >> f.size >> std::hex >> f.hash) &&
+           f.name.find('/') == std::string::npos;
+      m.files.push_back(f);
+    } else if (key == "end") {
+      end = true;
+    } else {
+      bad("unknown entry '" + key + "'");
+    }
+    if (!ok) bad("malformed '" + key + "' entry");
+  }
+  if (!header) bad("empty manifest");
+  if (!end) bad("truncated manifest (no 'end')");
+  if (m.ranks == 0 || m.version.empty() || m.config_fingerprint.empty()) bad("incomplete manifest");
+  return m;
+}
+
+}  // namespace marlsched
