@@ -7,6 +7,7 @@
 
 #include "agents/nn.hpp"
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/rng.hpp"
 #include "dist/grad.hpp"
 
@@ -385,10 +386,9 @@ const std::vector<StatName>& Dqn::stat_names() const {
 }
 
 void Dqn::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary);
-  save(out);
-  out.flush();
-  MARLSCHED_REQUIRE_INPUT(static_cast<bool>(out), "cannot write model '" << path << "'");
+  std::ostringstream bytes;
+  save(bytes);
+  write_file(path, bytes.str());
 }
 
 void Dqn::save(std::ostream& out) const {
@@ -581,7 +581,9 @@ def forward(self, obs: Tensor, agent: int, deterministic: bool = False) -> Tuple
 )";
   mod.define(src.str());
   mod.eval();
-  mod.save(path);
+  std::ostringstream bytes;
+  mod.save(bytes);
+  write_file_atomic(path, bytes.str());
 }
 
 }  // namespace marlsched

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/rng.hpp"
 #include "dist/grad.hpp"
 #include "rollout/gae.hpp"
@@ -483,7 +484,9 @@ def value(self, obs: Tensor, agent: int) -> Tensor:
   }
   mod.define(src.str());
   mod.eval();
-  mod.save(path);
+  std::ostringstream bytes;
+  mod.save(bytes);
+  write_file_atomic(path, bytes.str());
 }
 
 void Mappo::save(const std::string& path) const {
@@ -507,7 +510,9 @@ void Mappo::save(const std::string& path) const {
   ar.write("critic_opt", co);
   ar.write("vnorm", torch::tensor({m.vnorm.count, m.vnorm.mean, m.vnorm.m2}, torch::kFloat64));
   ar.write("rng", nn::string_tensor(write_states({&m.sample_rng, &m.shuffle_rng})));
-  ar.save_to(path);
+  std::ostringstream bytes;
+  ar.save_to(bytes);  // in memory: a full disk then fails in write_file, with errno
+  write_file(path, bytes.str());
 }
 
 void Mappo::load(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/rng.hpp"
 #include "core/serialize.hpp"
 
@@ -216,11 +217,8 @@ void TwoTimescaleDqn::save(const std::string& path) const {
   m.sh->save(sh);
   w.put_string(lo.str());
   w.put_string(sh.str());
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(w.bytes().data()),
-            static_cast<std::streamsize>(w.bytes().size()));
-  out.flush();
-  MARLSCHED_REQUIRE_INPUT(static_cast<bool>(out), "cannot write model '" << path << "'");
+  write_file(path,
+             std::string_view(reinterpret_cast<const char*>(w.bytes().data()), w.bytes().size()));
 }
 
 void TwoTimescaleDqn::load(const std::string& path) {

@@ -148,7 +148,8 @@ void TensorBoardWriter::session_start(std::int64_t step) {
 void TensorBoardWriter::write(const std::string& event) {
   const std::string rec = tfrecord(event);
   if (std::fwrite(rec.data(), 1, rec.size(), f_) != rec.size() || std::fflush(f_) != 0)
-    MARLSCHED_THROW(Error, "cannot write TensorBoard file '" << path_ << "'");
+    MARLSCHED_THROW(InputError,
+                    "cannot write TensorBoard file '" << path_ << "': " << std::strerror(errno));
 }
 
 }  // namespace marlsched

@@ -1,5 +1,6 @@
 #include "train/trainer.hpp"
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -13,12 +14,14 @@
 #include <iterator>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "agents/baselines/heuristics.hpp"
 #include "agents/exported/torchscript_policy.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/serialize.hpp"
+#include "dist/watchdog.hpp"
 #include "io/tensorboard.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
@@ -45,6 +48,8 @@ void RunConfig::bind(OptionBinder& b) {
         "write training curves as TensorBoard event files into RUN_DIR/tb");
   b.add("checkpoint-every", checkpoint_every, "iterations between checkpoints (0: none)");
   b.add("keep-checkpoints", keep_checkpoints, "how many recent checkpoints to keep");
+  b.add("watchdog-s", watchdog_s,
+        "abort the whole job when a rank makes no progress for this many seconds (0: never)");
   traj.bind(b);
 }
 
@@ -58,6 +63,8 @@ void RunConfig::validate() const {
   MARLSCHED_REQUIRE(check_every >= 1, "--check-every must be >= 1");
   MARLSCHED_REQUIRE(threads >= 1, "--threads must be >= 1");
   MARLSCHED_REQUIRE(checkpoint_every >= 0, "--checkpoint-every must be >= 0");
+  MARLSCHED_REQUIRE(std::isfinite(watchdog_s) && watchdog_s >= 0,
+                    "--watchdog-s must be >= 0 (0 turns the watchdog off)");
   MARLSCHED_REQUIRE(keep_checkpoints >= 1, "--keep-checkpoints must be >= 1");
   traj.validate();
 }
@@ -82,6 +89,10 @@ void maybe_inject_fault(int rank, int iteration) {
   const char* k = std::getenv("MARLSCHED_KILL_AT");
   if (k != nullptr && std::sscanf(k, "%d:%d", &r, &it) == 2 && r == rank && it == iteration)
     std::raise(SIGKILL);
+  // MARLSCHED_HANG_AT="RANK:ITERATION": the rank stops making progress (watchdog tests).
+  const char* h = std::getenv("MARLSCHED_HANG_AT");
+  if (h != nullptr && std::sscanf(h, "%d:%d", &r, &it) == 2 && r == rank && it == iteration)
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
 constexpr std::uint32_t kTrainerStateMagic = 0x6D617274;  // "mart"
@@ -350,6 +361,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       }
     }
     const double u0 = now();
+    dist::heartbeat("update");
     const UpdateStats us = agent->update(world.policy_input());
     t_update += now() - u0 - us.time_allreduce;
     t_allreduce += us.time_allreduce;
@@ -385,7 +397,9 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       for (double c : comp) metrics << ',' << c / slots;
       for (double v : us.values) metrics << ',' << v;
       metrics << '\n';
-      metrics.flush();
+      if (!metrics.flush())
+        MARLSCHED_THROW(InputError, "cannot write '" << run.run_dir
+                                                     << "/metrics.csv': " << std::strerror(errno));
       if (tb) {
         std::vector<std::pair<std::string, float>> sc = {
             {"reward/system_per_slot", static_cast<float>(sys_reward / slots)}};
@@ -406,6 +420,9 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       timing << it << ',' << now() - it0 << ',' << w.env - before.env << ','
              << w.exchange - before.exchange << ',' << w.gather - before.gather << ',' << t_act
              << ',' << t_update << ',' << t_allreduce << ',' << t_log << '\n';
+      if (!timing.flush())
+        MARLSCHED_THROW(InputError, "cannot write '" << run.run_dir
+                                                     << "/timing.csv': " << std::strerror(errno));
       if (!run.quiet) {
         std::ostringstream os;
         os << std::fixed << "iter " << std::setw(4) << it << "/" << run.iterations << " | steps "
@@ -430,6 +447,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       header.agents_per_rank = k;
       header.envs_per_rank = e;
       header.config_fingerprint = config_fingerprint(resolved_config);
+      dist::heartbeat("checkpoint");
       write_checkpoint(
           comm, run.run_dir, it, run.keep_checkpoints, header, [&](const std::string& dir) {
             agent->save(dir + "/" + ckpt_model_file(comm.rank()));
@@ -439,11 +457,9 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
             w.put<std::int64_t>(env_steps);
             w.put_vector(ep_return);
             w.put_vector(world.save_state());
-            std::ofstream out(dir + "/" + ckpt_state_file(comm.rank()), std::ios::binary);
-            out.write(reinterpret_cast<const char*>(w.bytes().data()),
-                      static_cast<std::streamsize>(w.bytes().size()));
-            out.flush();
-            if (!out) MARLSCHED_THROW(InputError, "cannot write checkpoint into '" << dir << "'");
+            write_file(dir + "/" + ckpt_state_file(comm.rank()),
+                       std::string_view(reinterpret_cast<const char*>(w.bytes().data()),
+                                        w.bytes().size()));
           });
     }
     if (stop_signal != 0) {

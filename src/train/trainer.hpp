@@ -36,6 +36,7 @@ struct RunConfig {
   int threads = 1;           ///< torch intra-op threads per rank
   int checkpoint_every = 0;  ///< iterations between checkpoints (0: none)
   int keep_checkpoints = 3;
+  double watchdog_s = 1800;  ///< abort the job after this long without progress (0: never)
   bool quiet = false;
   bool tensorboard = true;  ///< TensorBoard event files in run_dir/tb
   TrajConfig traj;          ///< HDF5 trajectory logging

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/serialize.hpp"
+#include "dist/watchdog.hpp"
 
 namespace marlsched {
 
@@ -151,6 +152,7 @@ void World::exchange(std::vector<std::vector<WorkRecord>>& outboxes) {
 }
 
 void World::step(const std::vector<int>& actions) {
+  dist::heartbeat("env step");
   MARLSCHED_CHECK(static_cast<int>(actions.size()) == copies_ * k_,
                   "expected " << copies_ * k_ << " actions, got " << actions.size());
   double mark = now();  // env time is counted between exchanges
