@@ -98,6 +98,23 @@ std::int64_t trace_start_hour(const Config& c) {
                     "--trace-start: expected 'YYYY-MM-DD HH:MM', got '" << c.trace_start << "'");
   return s / 3600;
 }
+
+/// A trace file must hold the hour that episodes count from and at least one whole episode;
+/// past its end the series wraps (one year of data drives any number of days).
+void check_coverage(const HourlySeries& s, const std::string& path, std::int64_t t0,
+                    int episode_hours) {
+  const auto n = static_cast<std::int64_t>(s.values.size());
+  if (t0 < s.start_hour || t0 >= s.start_hour + n)
+    MARLSCHED_THROW(InputError, path << " covers " << csv::format_datetime(s.start_hour * 3600)
+                                     << " to "
+                                     << csv::format_datetime((s.start_hour + n - 1) * 3600)
+                                     << "; --trace-start " << csv::format_datetime(t0 * 3600)
+                                     << " is outside it");
+  if (n < episode_hours)
+    MARLSCHED_THROW(InputError, path << " holds " << n << " hours, shorter than one episode ("
+                                     << episode_hours
+                                     << " hours: --episode-slots x --slot-minutes)");
+}
 }  // namespace
 
 void Config::validate(int num_agents) const {
@@ -196,7 +213,8 @@ EnvSpec make_spec(const Config& cfg, int num_agents) {
 std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int num_agents) {
   const auto fx = parse_fx(cfg.fx);
   const std::int64_t t0 = trace_start_hour(cfg);
-  const int hours = cfg.trace_days * 24 + cfg.episode_slots * cfg.slot_minutes / 60 + 48;
+  const int episode_hours = (cfg.episode_slots * cfg.slot_minutes + 59) / 60;
+  const int hours = cfg.trace_days * 24 + episode_hours + 48;
   std::vector<TraceTask> all;
   if (cfg.workload == "alibaba") {
     all = load_pai_task_table(cfg.workload_file);
@@ -213,15 +231,19 @@ std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int n
       if (cfg.carbon_files.empty())
         d->carbon =
             synth_carbon(zone_profile(cfg.sites[si]), t0, hours, derive_seed(cfg.trace_seed, {si}));
-      else
+      else {
         d->carbon = load_carbon_csv(cfg.carbon_files[si], cfg.carbon_column == "lca"
                                                               ? CarbonColumn::kLifecycle
                                                               : CarbonColumn::kDirect);
+        check_coverage(d->carbon, cfg.carbon_files[si], t0, episode_hours);
+      }
       if (cfg.price_files.empty())
         d->price =
             synth_price(zone_profile(cfg.sites[si]), t0, hours, derive_seed(cfg.trace_seed, {si}));
-      else
+      else {
         d->price = load_price_csv(cfg.price_files[si], fx);
+        check_coverage(d->price, cfg.price_files[si], t0, episode_hours);
+      }
       per_site[si] = d;
     }
     return per_site[si];

@@ -29,6 +29,26 @@ expect_error "bad config value" 2 "bad value for 'agents-per-rank'" -- "$BIN" tr
 printf 'Datetime,Price (USD/MWh)\n2023-01-01 00:00:00,1\n2023-01-01 03:00:00,2\n' > gap.csv
 expect_error "trace with a gap" 2 "gap.csv:3: expected hourly timestamps" -- \
   mpi 2 "$BIN" train --agents-per-rank 2 --price-files gap.csv,gap.csv,gap.csv,gap.csv
+printf 'Datetime,Price (USD/MWh)\n2023-01-01 00:00:00,1\n2023-01-01 01:00:00,2\n2023-01-01 02:00:00,2\n' > short.csv
+expect_error "trace shorter than an episode" 2 "short.csv holds 3 hours, shorter than one episode" -- \
+  mpi 2 "$BIN" train --agents-per-rank 2 --price-files short.csv,short.csv,short.csv,short.csv
+expect_error "trace that does not cover --trace-start" 2 "short.csv covers 2023-01-01 00:00:00 to 2023-01-01 02:00:00; --trace-start 2024-06-01" -- \
+  "$BIN" train --agents-per-rank 4 --episode-slots 8 --price-files short.csv,short.csv,short.csv,short.csv --trace-start "2024-06-01 00:00"
+printf 'Datetime,Cost\n2023-01-01 00:00:00,1\n' > nocol.csv
+expect_error "trace with a missing column" 2 "nocol.csv.*not a price CSV" -- \
+  "$BIN" train --agents-per-rank 4 --price-files nocol.csv,nocol.csv,nocol.csv,nocol.csv
+printf 'Datetime,Price (USD/MWh)\n2023-01-01 00:00:00,1\n2023-13-45 99:00:00,2\n' > badts.csv
+expect_error "unparsable timestamp" 2 "badts.csv:3: unparsable timestamp" -- \
+  mpi 2 "$BIN" train --agents-per-rank 2 --price-files badts.csv,badts.csv,badts.csv,badts.csv
+printf 'Datetime,Price (USD/MWh)\n2023-01-01 00:00:00,1\n2023-01-01 01:00:00,nan\n' > nanv.csv
+expect_error "NaN in a trace" 2 "nanv.csv:3" -- \
+  "$BIN" train --agents-per-rank 4 --price-files nanv.csv,nanv.csv,nanv.csv,nanv.csv
+expect_error "NaN reward weight" 2 "reward weights must be finite" -- \
+  mpi 2 "$BIN" train --agents-per-rank 2 --w-carbon nan
+expect_error "NaN learning rate" 2 "lr-actor must be positive, got nan" -- \
+  "$BIN" train --agents-per-rank 4 --lr-actor nan
+expect_error "negative watchdog" 2 "watchdog-s must be >= 0" -- \
+  "$BIN" train --agents-per-rank 4 --watchdog-s -1
 expect_error "missing workload file" 2 "cannot open" -- \
   "$BIN" train --agents-per-rank 4 --workload alibaba --workload-file nothere.csv
 
