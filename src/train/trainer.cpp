@@ -16,6 +16,9 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "agents/baselines/heuristics.hpp"
 #include "agents/exported/torchscript_policy.hpp"
 #include "core/error.hpp"
@@ -93,6 +96,19 @@ void maybe_inject_fault(int rank, int iteration) {
   const char* h = std::getenv("MARLSCHED_HANG_AT");
   if (h != nullptr && std::sscanf(h, "%d:%d", &r, &it) == 2 && r == rank && it == iteration)
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+/// Resident set size of this process now, and its peak so far, in MiB (Linux /proc, getrusage).
+double rss_mib() {
+  std::ifstream in("/proc/self/statm");
+  long pages = 0, resident = 0;
+  in >> pages >> resident;
+  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / 1048576.0;
+}
+double peak_rss_mib() {
+  struct rusage u {};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // kilobytes on Linux
 }
 
 constexpr std::uint32_t kTrainerStateMagic = 0x6D617274;  // "mart"
@@ -258,7 +274,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       for (const auto& c : spec.reward_components) metrics << ',' << c << "_per_slot";
       for (const auto& st : agent->stat_names()) metrics << ',' << st.column;
       metrics << '\n';
-      timing << "iteration,wall_s,env_s,exchange_s,gather_s,act_s,update_s,allreduce_s,log_s\n";
+      timing << "iteration,wall_s,env_s,exchange_s,gather_s,act_s,update_s,allreduce_s,log_s,"
+                "max_rss_mib\n";
     }
     metrics << std::setprecision(9);
     if (run.tensorboard) {
@@ -293,6 +310,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     maybe_inject_fault(comm.rank(), it);
     const double it0 = now();
     const StepTimes before = world.times();
+    const double act0 = t_act, update0 = t_update, allreduce0 = t_allreduce, log0 = t_log;
     double sys_reward = 0, finished_returns = 0;
     int episodes = 0;
     std::vector<double> comp(static_cast<std::size_t>(nc), 0.0);
@@ -368,6 +386,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     // A stop request (Slurm's warning signal, SIGTERM, SIGINT) on any rank stops every rank
     // after this same update: one tiny allreduce per iteration.
     const int stop_signal = it < run.iterations ? comm.allreduce_max(stop_requested()) : 0;
+    const double max_rss = comm.allreduce_max(rss_mib());  // the largest rank's resident set
     const bool last = it == run.iterations || stop_signal != 0;
     const bool checkpoint_now =
         (run.checkpoint_every > 0 && it % run.checkpoint_every == 0) || stop_signal != 0;
@@ -418,8 +437,9 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       }
       const StepTimes& w = world.times();
       timing << it << ',' << now() - it0 << ',' << w.env - before.env << ','
-             << w.exchange - before.exchange << ',' << w.gather - before.gather << ',' << t_act
-             << ',' << t_update << ',' << t_allreduce << ',' << t_log << '\n';
+             << w.exchange - before.exchange << ',' << w.gather - before.gather << ','
+             << t_act - act0 << ',' << t_update - update0 << ',' << t_allreduce - allreduce0 << ','
+             << t_log - log0 << ',' << max_rss << '\n';
       if (!timing.flush())
         MARLSCHED_THROW(InputError, "cannot write '" << run.run_dir
                                                      << "/timing.csv': " << std::strerror(errno));
@@ -483,6 +503,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   double split[7] = {w.env, w.exchange, w.gather, t_act, t_update, t_allreduce, t_log};
   double mx[7];
   for (int i = 0; i < 7; ++i) mx[i] = comm.allreduce_max(split[i]);
+  const double peak_rss = comm.allreduce_max(peak_rss_mib());
   if (root && start_iteration > run.iterations) {
     std::cout << "nothing to do: the run already has " << run.iterations << " iterations"
               << std::endl;
@@ -497,7 +518,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     for (int i = 0; i < 7; ++i)
       std::cout << (i ? ", " : " ") << names[i] << " " << std::setprecision(1)
                 << 100.0 * mx[i] / wall << "%";
-    std::cout << "\nparameters identical on all ranks: "
+    std::cout << "\npeak resident memory (largest rank): " << std::setprecision(0) << peak_rss
+              << " MiB\nparameters identical on all ranks: "
               << (sum.parameters_identical ? "yes" : "NO") << std::endl;
   }
   return sum;
