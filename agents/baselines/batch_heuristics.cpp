@@ -1,9 +1,9 @@
 /// \file batch_heuristics.cpp
 /// Batching baselines for the lstcb action layout (envs/lstcb): a long-timescale choice
 /// "B<max batch>,f<clock>,steer<share>" and a short-timescale mode "wait" | "timeout" |
-/// "dispatch" | "dispatch+overflow>nbrK", read from the action names. All run the GPU at its
-/// highest clock and steer nothing, as inference servers do by default.
-///   no-batching       batch size 1, dispatch whenever the GPU is free
+/// "dispatch" | "slack" | "single" | "dispatch+overflow>nbrK", read from the action names. All run
+/// the GPU at its highest clock and steer nothing, as inference servers do by default.
+///   no-batching       one request at a time ("single"), whenever the GPU is free
 ///   fixed-batch       batches of 16 (the option closest to 16), dispatched only when full
 ///   timeout-batching  dynamic batching as in Triton/TF-Serving: up to the largest batch,
 ///                     dispatched when full or when the oldest request waited --timeout-ms
@@ -11,6 +11,9 @@
 ///                     whatever is queued is dispatched as soon as the GPU is free, up to the
 ///                     cap; the cap is halved after a window with more than 1 % SLO violations,
 ///                     else raised to the next option; it starts at the largest
+///   slack-batching    SLO-aware lazy batching (Nexus style): up to the largest batch,
+///                     dispatched when full or at the last moment at which the most urgent
+///                     queued request still meets its SLO (the env's "slack" mode)
 
 #include <algorithm>
 #include <cmath>
@@ -24,7 +27,7 @@ namespace marlsched {
 
 namespace {
 
-enum class BatchKind { kNone, kFixed, kTimeout, kAimd };
+enum class BatchKind { kNone, kFixed, kTimeout, kAimd, kSlack };
 
 struct LongOption {
   int batch = 1;
@@ -75,7 +78,7 @@ class BatchHeuristic final : public Policy {
         switch (kind_) {
           case BatchKind::kNone:
             batch = batches_.front();
-            mode = "dispatch";
+            mode = "single";
             break;
           case BatchKind::kFixed: {
             batch = batches_.front();
@@ -85,6 +88,9 @@ class BatchHeuristic final : public Policy {
             break;
           }
           case BatchKind::kTimeout:
+            break;
+          case BatchKind::kSlack:
+            mode = "slack";
             break;
           case BatchKind::kAimd: {
             int& i = aimd_[r];
@@ -127,14 +133,14 @@ class BatchHeuristic final : public Policy {
 
 const std::vector<std::string>& batch_heuristic_names() {
   static const std::vector<std::string> names = {"no-batching", "fixed-batch", "timeout-batching",
-                                                 "aimd"};
+                                                 "aimd", "slack-batching"};
   return names;
 }
 
 std::unique_ptr<Policy> make_batch_heuristic(const std::string& name, const EnvSpec& spec,
                                              std::uint64_t /*seed*/) {
   static const BatchKind kinds[] = {BatchKind::kNone, BatchKind::kFixed, BatchKind::kTimeout,
-                                    BatchKind::kAimd};
+                                    BatchKind::kAimd, BatchKind::kSlack};
   const auto& names = batch_heuristic_names();
   for (std::size_t i = 0; i < names.size(); ++i)
     if (names[i] == name) return std::make_unique<BatchHeuristic>(name, kinds[i], spec);

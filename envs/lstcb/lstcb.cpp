@@ -91,6 +91,8 @@ void Config::bind(OptionBinder& b) {
   b.add("profile", profile, "model/gpu batch profile (see data/lstcb/batch_profiles.csv)");
   b.add("profile-file", profile_file, "a batch profile CSV (default: the built-in table)");
   b.add("slo-ms", slo_ms, "latency SLO of a request (ms)");
+  b.add("slo-guard-ms", slo_guard_ms,
+        "safety margin of the slack mode: it starts a batch so that it ends by slo - guard");
   b.add("link-ms", link_ms, "one-way latency between neighbouring servers (ms)");
   b.add("batch-neighbours", neighbours, "cooperating neighbours per server (ring order)");
   b.add("max-batches", max_batches, "maximum batch sizes the long-timescale decision chooses from");
@@ -125,6 +127,8 @@ void Config::validate(int num_agents) const {
                                                "--batch-replicate");
   select_profile(*this);
   MARLSCHED_REQUIRE(slo_ms > 0 && std::isfinite(slo_ms), "--slo-ms must be positive");
+  MARLSCHED_REQUIRE(slo_guard_ms >= 0 && slo_guard_ms < slo_ms,
+                    "--slo-guard-ms must be in [0, --slo-ms)");
   MARLSCHED_REQUIRE(link_ms > 0 && std::isfinite(link_ms), "--link-ms must be positive");
   MARLSCHED_REQUIRE(neighbours >= 0, "--batch-neighbours must be >= 0");
   MARLSCHED_REQUIRE(!max_batches.empty(), "--max-batches needs at least one value");
@@ -154,9 +158,10 @@ void Config::validate(int num_agents) const {
 }
 
 namespace {
-const char* kModes[] = {"wait", "timeout", "dispatch"};
+const char* kModes[] = {"wait", "timeout", "dispatch", "slack", "single"};
+constexpr int kNumModes = 5;
 int num_short(int k) {
-  return 3 + k;
+  return kNumModes + k;
 }
 int nbr_count(const Config& cfg, int n) {
   return std::min(cfg.neighbours, n - 1);
@@ -333,16 +338,19 @@ void Shard::try_dispatch(double t) {
   if (!batch_.empty()) return;
   const std::size_t q = queue_.size() - head_;
   if (q == 0) return;
-  const bool full = q >= static_cast<std::size_t>(batch_cap_);
+  const std::size_t cap = mode_ == 4 ? 1 : static_cast<std::size_t>(batch_cap_);
+  const bool full = q >= cap;
   bool go = false;
   if (mode_ == 0)
     go = full;
   else if (mode_ == 1)
     go = full || t - queue_[head_].enter >= cfg_.timeout_ms - 1e-9;
+  else if (mode_ == 3)
+    go = full || t >= slack_start() - 1e-9;
   else
     go = true;
   if (!go) return;
-  const std::size_t b = std::min(q, static_cast<std::size_t>(batch_cap_));
+  const std::size_t b = std::min(q, cap);
   batch_.assign(queue_.begin() + static_cast<std::ptrdiff_t>(head_),
                 queue_.begin() + static_cast<std::ptrdiff_t>(head_ + b));
   head_ += b;
@@ -356,6 +364,11 @@ void Shard::try_dispatch(double t) {
   batch_freq_ = freq_;
   busy_until_ = t + prof_.batch_ms(static_cast<int>(b), batch_freq_);
   batches_ += 1;
+  // A batch's SLO misses are certain once it starts: the reward charges them now, in the slot
+  // whose decision caused them (the metrics count them at completion).
+  for (const auto& r : batch_)
+    if (busy_until_ + (r.origin == agent_ ? 0.0 : cfg_.link_ms) - r.t0 > cfg_.slo_ms + 1e-9)
+      s_viol_ += 1;
 }
 
 void Shard::complete(double t) {
@@ -367,17 +380,27 @@ void Shard::complete(double t) {
     s_latency_ += lat;
     left_ms_ += t - r.enter;
     hist_[static_cast<std::size_t>(latency::bin(lat))] += 1;
-    if (lat > cfg_.slo_ms + 1e-9) {
-      violations_ += 1;
-      s_viol_ += 1;
-    }
+    if (lat > cfg_.slo_ms + 1e-9) violations_ += 1;
   }
   batch_.clear();
 }
 
+double Shard::slack_start() const {
+  const std::size_t b =
+      std::min(queue_.size() - head_, static_cast<std::size_t>(std::max(1, batch_cap_)));
+  double due = std::numeric_limits<double>::infinity();
+  for (std::size_t i = head_; i < head_ + b; ++i) {
+    const Request& r = queue_[i];
+    due = std::min(
+        due, r.t0 + cfg_.slo_ms - cfg_.slo_guard_ms - (r.origin == agent_ ? 0.0 : cfg_.link_ms));
+  }
+  return due - prof_.batch_ms(static_cast<int>(b), freq_);
+}
+
 double Shard::next_timeout() const {
-  if (mode_ != 1 || !batch_.empty() || head_ == queue_.size())
+  if ((mode_ != 1 && mode_ != 3) || !batch_.empty() || head_ == queue_.size())
     return std::numeric_limits<double>::infinity();
+  if (mode_ == 3) return slack_start();
   return queue_[head_].enter + cfg_.timeout_ms;
 }
 
@@ -403,8 +426,8 @@ void Shard::act(int action, const GlobalObs& global, std::vector<WorkRecord>& /*
       }
   }
   const int sh = action % ns;
-  mode_ = std::min(sh, 2);
-  overflow_to_ = sh >= 3 ? nbrs_[static_cast<std::size_t>(sh - 3)] : -1;
+  mode_ = sh < kNumModes ? sh : 2;
+  overflow_to_ = sh >= kNumModes ? nbrs_[static_cast<std::size_t>(sh - kNumModes)] : -1;
   if (overflow_to_ >= 0) {  // hand the queue beyond one batch to the neighbour, newest first
     integrate(slot_start_);
     while (queue_.size() - head_ > static_cast<std::size_t>(batch_cap_)) {

@@ -55,8 +55,9 @@ struct Config : EnvConfig {
   std::string profile = "googlenet/titan-x";  ///< model/gpu from the profile table
   std::string profile_file;                   ///< a batch profile CSV (default: built in)
   double slo_ms = 50;
-  double link_ms = 2;  ///< one-way latency between neighbouring servers
-  int neighbours = 2;  ///< cooperating neighbours per server (ring order: i+1, i-1, i+2, ...)
+  double slo_guard_ms = 0;  ///< the slack mode aims at slo - guard (a safety margin)
+  double link_ms = 2;       ///< one-way latency between neighbouring servers
+  int neighbours = 2;       ///< cooperating neighbours per server (ring order: i+1, i-1, i+2, ...)
   std::vector<int> max_batches{1, 4, 8, 16, 32};
   std::vector<double> freqs{0.6, 0.8, 1.0};  ///< relative GPU clocks
   std::vector<double> steer{0.0, 0.25};      ///< shares of new requests sent to a neighbour
@@ -68,8 +69,8 @@ struct Config : EnvConfig {
   double level_switch = 0.3;                    ///< per window: probability to change level
   bool bursty = true;
   double burst_factor = 2.0, burst_start = 0.02, burst_end = 0.1;  ///< per slot
-  double w_energy = 1.0;                                           ///< reward penalty per joule
-  double w_slo = 50.0;  ///< reward penalty per SLO violation
+  double w_energy = 0.02;  ///< reward penalty per joule (rewards O(1) per slot: DQN fits them)
+  double w_slo = 1.0;      ///< reward penalty per SLO violation (50 J worth)
 
   void bind(OptionBinder& b) override;
   void validate(int num_agents) const override;
@@ -125,6 +126,9 @@ class Shard final : public marlsched::Shard {
   void integrate(double t);
   void send(int dest, double t, Request r);
   double next_timeout() const;
+  /// Slack mode: the latest start of the batch that would go now (up to the cap) at which its
+  /// most urgent request still meets the SLO at its origin.
+  double slack_start() const;
 
   std::shared_ptr<const Config> cfg_holder_;
   const Config& cfg_;
@@ -136,7 +140,7 @@ class Shard final : public marlsched::Shard {
   Rng rng_;  // decisions: steering draws
   Rng exo_;  // the workload: arrivals, rate levels, bursts (identical under every policy)
   // Decisions in force.
-  int batch_cap_ = 1, mode_ = 2, overflow_to_ = -1;
+  int batch_cap_ = 1, mode_ = 2, overflow_to_ = -1;  // mode: wait, timeout, dispatch, slack, single
   double freq_ = 1, steer_ = 0;
   int steer_to_ = -1;
   std::vector<float> nbr_load_;

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <vector>
 
 #include "envs/registry.hpp"
 #include "lstcb/lstcb.hpp"
@@ -28,7 +30,7 @@ TEST(Lstcb, SpecIsFactoredIntoLongAndShortHeads) {
   const auto spec = lstcb::make_spec(cfg, 4);
   ASSERT_EQ(spec.action_heads.size(), 2u);
   EXPECT_EQ(spec.action_heads[0], 5 * 3 * 2);  // batch sizes x clocks x steering shares
-  EXPECT_EQ(spec.action_heads[1], 3 + 2);      // wait, timeout, dispatch, overflow to 2 nbrs
+  EXPECT_EQ(spec.action_heads[1], 5 + 2);  // wait, timeout, dispatch, slack, single, 2 overflows
   EXPECT_EQ(spec.num_actions(), spec.action_heads[0] * spec.action_heads[1]);
   EXPECT_EQ(spec.long_every, cfg.window_slots);
   EXPECT_EQ(spec.windows, 3);  // 5 ms slots, 2 ms links
@@ -84,6 +86,88 @@ TEST(Lstcb, BatchLatencyEnergyAndLittlesLawAreAccountedExactly) {
   EXPECT_NEAR(c.at("area_ms"), t1 + 2 * (t1 + t2), 1e-9);
   EXPECT_NEAR(c.at("left_ms"), c.at("area_ms"), 1e-9);
   EXPECT_EQ(c.at("here_ms"), 0);
+}
+
+namespace {
+/// Server 1 of two (no own arrivals) gets three requests that server 0 received at t = 0; they
+/// arrive after the 2 ms link at t = 2 and their answers travel 2 ms back. Runs `slots` slots of
+/// one action and returns the counters and the per-slot reward components.
+struct Scripted {
+  std::map<std::string, double> counters;
+  std::vector<std::vector<double>> components;
+};
+Scripted run_scripted(lstcb::Config cfg, const std::string& long_name,
+                      const std::string& short_name, int slots) {
+  cfg.rates = {0, 0};
+  cfg.neighbours = 1;
+  cfg.validate(2);
+  auto factory = find_env("lstcb").make_factory(cfg, 2);
+  const EnvSpec& spec = factory->spec();
+  auto s1 = factory->make_shard(1);
+  s1->reset(1, 2);
+  std::vector<lstcb::Wire> ws(3);
+  for (int i = 0; i < 3; ++i) {
+    ws[static_cast<std::size_t>(i)].t_at = 2.0;
+    ws[static_cast<std::size_t>(i)].r.t0 = 0.0;
+    ws[static_cast<std::size_t>(i)].r.id = static_cast<std::uint64_t>(i);
+    ws[static_cast<std::size_t>(i)].r.origin = 0;
+  }
+  WorkRecord rec;
+  rec.dest = 1;
+  rec.payload.resize(ws.size() * sizeof(lstcb::Wire));
+  std::memcpy(rec.payload.data(), ws.data(), rec.payload.size());
+  s1->receive(rec);
+  const int a = action_of(spec, long_name, short_name);
+  std::vector<WorkRecord> out;
+  GlobalObs none;
+  Scripted r;
+  for (int slot = 0; slot < slots; ++slot) {
+    s1->act(a, none, out);
+    for (int w = 0; w < spec.windows; ++w) s1->window(w, out);
+    r.components.push_back(s1->advance().components);
+  }
+  r.counters = s1->counters();
+  return r;
+}
+constexpr double kBatch3Ms = 6.6317 + 3 * 0.97143;  // GoogLeNet, Titan X, full clock
+}  // namespace
+
+TEST(Lstcb, SlackModeStartsTheBatchAtTheLastMomentThatMeetsTheSlo) {
+  lstcb::Config cfg;  // SLO 50 ms, 2 ms back to the origin: due at 48, start at 48 - 9.55
+  auto r = run_scripted(cfg, "B4,f1,steer0%", "slack", 12);
+  EXPECT_EQ(r.counters.at("batches"), 1);
+  EXPECT_EQ(r.counters.at("served"), 3);
+  EXPECT_NEAR(r.counters.at("latency_ms_sum"), 3 * 50.0, 1e-9);
+  EXPECT_EQ(r.counters.at("violations"), 0);
+  // Little: each request stayed from t = 2 until the batch ended at 48.
+  EXPECT_NEAR(r.counters.at("left_ms"), 3 * 46.0, 1e-9);
+  // With a 5 ms guard band the batch starts (and answers) 5 ms earlier.
+  cfg.slo_guard_ms = 5;
+  r = run_scripted(cfg, "B4,f1,steer0%", "slack", 12);
+  EXPECT_NEAR(r.counters.at("latency_ms_sum"), 3 * 45.0, 1e-9);
+  EXPECT_NEAR(r.counters.at("busy_ms"), kBatch3Ms, 1e-9);
+}
+
+TEST(Lstcb, SingleModeServesOneRequestAtATime) {
+  const auto r = run_scripted(lstcb::Config{}, "B32,f1,steer0%", "single", 12);
+  EXPECT_EQ(r.counters.at("batches"), 3);
+  EXPECT_NEAR(r.counters.at("busy_ms"), 3 * (6.6317 + 0.97143), 1e-9);
+}
+
+TEST(Lstcb, SloMissesAreChargedWhenTheBatchStartsAndCountedWhenItEnds) {
+  lstcb::Config cfg;
+  cfg.slo_ms = 10;
+  // "dispatch": the first request leaves alone at t = 2 (answer at 2 + 7.60 + 2 > 10), the other
+  // two at 9.60 when the GPU is free again (answers at 9.60 + 8.57 + 2). All three miss.
+  const auto r = run_scripted(cfg, "B4,f1,steer0%", "dispatch", 4);
+  EXPECT_EQ(r.counters.at("violations"), 3);
+  ASSERT_EQ(r.components.size(), 4u);
+  const double charged[4] = {1, 2, 0, 0};  // "violations": the slots of the dispatches
+  const double served[4] = {0, 1, 0, 2};   // "served": the slots in which the batches ended
+  for (std::size_t s = 0; s < 4; ++s) {
+    EXPECT_EQ(r.components[s][2], charged[s]) << "slot " << s;
+    EXPECT_EQ(r.components[s][1], served[s]) << "slot " << s;
+  }
 }
 
 namespace {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The cooperative batching env (LSTCB) end to end: the two-timescale DQN trained from
 # launch/configs/lstcb.toml uses less energy per inference than the timeout, AIMD and
-# no-batching baselines and violates the SLO less often than no-batching and fixed batching
-# (docs/envs/lstcb.md has the whole comparison); single-timescale DQN and MAPPO run on the same
+# no-batching baselines, violates the SLO for under 0.5 % of requests, and less often than
+# no-batching and fixed batching (docs/envs/lstcb.md has the whole comparison, including the
+# slack-batching baseline, which the policy does not beat); single-timescale DQN and MAPPO run on the same
 # env; a killed and resumed two-timescale run (stopped mid-window) reproduces the metrics.
 source "$(dirname "$0")/common.sh" "$@"
 cd "$WORK"
@@ -12,7 +13,8 @@ cat ts/eval.md
 /usr/bin/python3 - ts/eval.csv <<'PY'
 import csv, sys
 rows = {r["policy"]: r for r in csv.DictReader(open(sys.argv[1]))}
-assert set(rows) == {"tsdqn", "no-batching", "fixed-batch", "timeout-batching", "aimd"}, rows.keys()
+assert set(rows) == {"tsdqn", "no-batching", "fixed-batch", "timeout-batching", "aimd",
+                     "slack-batching"}, rows.keys()
 e = {p: float(r["energy_per_inference_j"]) for p, r in rows.items()}
 v = {p: float(r["slo_violation_rate"]) for p, r in rows.items()}
 for p in rows:
@@ -23,8 +25,10 @@ for b in ("timeout-batching", "aimd", "no-batching"):
 for b in ("no-batching", "fixed-batch"):
     if not v["tsdqn"] < v[b]:
         sys.exit(f"tsdqn violates the SLO at {v['tsdqn']}, not less than {b} ({v[b]})")
+if not v["tsdqn"] < 0.005:
+    sys.exit(f"tsdqn violates the SLO for {v['tsdqn']} of requests (>= 0.5 %)")
 PY
-pass "two-timescale DQN: less energy than timeout/AIMD/no batching, fewer violations than no/fixed batching"
+pass "two-timescale DQN: less energy than timeout/AIMD/no batching, < 0.5 % violations, fewer than no/fixed batching"
 
 "$BIN" train --config "$CFG" --algo dqn --agents-per-rank 4 --traj-every 0 --quiet --iterations 20 \
   --eval-episodes 2 --run-dir flat > flat.log
