@@ -46,6 +46,7 @@ void LearnerConfigs::check_env(const std::string& algo, const EnvSpec& spec) con
                       "tsdqn: episodes (" << spec.episode_length
                                           << " steps) must hold whole windows of "
                                           << spec.long_every << " steps");
+    tsdqn.short_subset(spec);
   }
 }
 

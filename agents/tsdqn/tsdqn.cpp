@@ -1,5 +1,6 @@
 #include "agents/tsdqn/tsdqn.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -20,6 +21,8 @@ void TsdqnConfig::bind(OptionBinder& b) {
   b.add("ts-long-updates", long_updates, "gradient steps of the long head per iteration");
   b.add("ts-long-target-every", long_target_every, "long head: steps between target copies");
   b.add("ts-long-eps-decay", long_eps_decay, "windows of linear ε decay of the long head");
+  b.add("ts-short-actions", short_actions,
+        "short-timescale actions the short head chooses from, by name (empty: all the env's)");
 }
 
 void TsdqnConfig::validate() const {
@@ -29,6 +32,35 @@ void TsdqnConfig::validate() const {
   MARLSCHED_REQUIRE(long_updates >= 0, "--ts-long-updates must be >= 0");
   MARLSCHED_REQUIRE(long_target_every >= 1, "--ts-long-target-every must be >= 1");
   MARLSCHED_REQUIRE(long_eps_decay >= 1, "--ts-long-eps-decay must be >= 1");
+}
+
+std::vector<int> TsdqnConfig::short_subset(const EnvSpec& spec) const {
+  const int S = spec.action_heads.at(1);
+  std::vector<std::string> names;
+  for (int i = 0; i < S; ++i) {
+    const std::string& full = spec.action_names[static_cast<std::size_t>(i)];
+    names.push_back(full.substr(full.find('|') + 1));
+  }
+  std::vector<int> out;
+  if (short_actions.empty()) {
+    for (int i = 0; i < S; ++i) out.push_back(i);
+    return out;
+  }
+  for (const auto& want : short_actions) {
+    const auto it = std::find(names.begin(), names.end(), want);
+    if (it == names.end()) {
+      std::ostringstream os;
+      for (std::size_t i = 0; i < names.size(); ++i) os << (i ? ", " : "") << names[i];
+      MARLSCHED_THROW(ConfigError, "--ts-short-actions: env '" << spec.name
+                                                               << "' has no short action '" << want
+                                                               << "' (it has " << os.str() << ")");
+    }
+    const int idx = static_cast<int>(it - names.begin());
+    MARLSCHED_REQUIRE(std::find(out.begin(), out.end(), idx) == out.end(),
+                      "--ts-short-actions names '" << want << "' twice");
+    out.push_back(idx);
+  }
+  return out;
 }
 
 DqnConfig TsdqnConfig::long_head(const DqnConfig& s, int window) const {
@@ -47,11 +79,14 @@ DqnConfig TsdqnConfig::long_head(const DqnConfig& s, int window) const {
 namespace {
 constexpr std::uint32_t kMagic = 0x75D0'0001;
 
-EnvSpec head_spec(const EnvSpec& env, int head) {
+/// The spec one head sees: the long choices, or the short choices in `subset` (env indices).
+EnvSpec head_spec(const EnvSpec& env, int head, const std::vector<int>& subset = {}) {
   EnvSpec s = env;
   const int L = env.action_heads[0], S = env.action_heads[1];
   s.action_names.clear();
-  for (int i = 0; i < (head == 0 ? L : S); ++i) {
+  const int n = head == 0 ? L : static_cast<int>(subset.size());
+  for (int j = 0; j < n; ++j) {
+    const int i = head == 0 ? j : subset[static_cast<std::size_t>(j)];
     const std::string& full = env.action_names[static_cast<std::size_t>(head == 0 ? i * S : i)];
     const auto bar = full.find('|');
     s.action_names.push_back(bar == std::string::npos ? full
@@ -68,6 +103,7 @@ struct TwoTimescaleDqn::Impl {
   EnvSpec long_spec, short_spec;
   std::unique_ptr<Dqn> lo, sh;
   int S, W, rows;
+  std::vector<int> short_of;  // env short index of each short-head action
   double gamma;
   bool training = true;
   bool long_open = false;     // the long head acted; its window is not recorded yet
@@ -96,7 +132,8 @@ TwoTimescaleDqn::TwoTimescaleDqn(const TsdqnConfig& ts, const DqnConfig& dqn, co
   m.rows = copies * local_agents;
   m.gamma = dqn.gamma;
   m.long_spec = head_spec(spec, 0);
-  m.short_spec = head_spec(spec, 1);
+  m.short_of = ts.short_subset(spec);
+  m.short_spec = head_spec(spec, 1, m.short_of);
   m.lo = std::make_unique<Dqn>(ts.long_head(dqn, m.W), m.long_spec, comm, num_agents, first_agent,
                                local_agents, copies, derive_seed(seed, {0x1046}));
   m.sh = std::make_unique<Dqn>(dqn, m.short_spec, comm, num_agents, first_agent, local_agents,
@@ -152,7 +189,7 @@ void TwoTimescaleDqn::act(const PolicyInput& in, std::vector<int>& actions) {
   m.logp = m.sh->last_log_probs();
   m.value = m.sh->last_values();
   for (std::size_t r = 0; r < actions.size(); ++r) {
-    actions[r] = m.long_act[r] * m.S + m.sa[r];
+    actions[r] = m.long_act[r] * m.S + m.short_of[static_cast<std::size_t>(m.sa[r])];
     if (window_start) m.logp[r] += m.lo->last_log_probs()[r];
   }
 }

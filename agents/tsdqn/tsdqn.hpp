@@ -11,6 +11,9 @@
 /// * Both heads are DQN learners (agents/dqn: target networks, replay, ε-greedy, double DQN)
 ///   and learn from the same (team-mixed) reward: they cooperate on one objective. The short
 ///   head takes the --dqn-* options; the long head the --ts-long-* overrides.
+/// * `--ts-short-actions` may restrict the short head to some of the env's short actions (by
+///   name, e.g. "slack,dispatch"): action masking, so that the head does not spend its
+///   exploration on modes that only the baselines need.
 /// Statistics: the DQN statistics of each head, prefixed long_ and short_.
 
 #include <memory>
@@ -28,9 +31,13 @@ struct TsdqnConfig {
   int long_warmup = 256;
   int long_updates = 8;  ///< gradient steps of the long head per iteration
   int long_target_every = 50;
-  int long_eps_decay = 100;  ///< windows of linear ε decay of the long head
+  int long_eps_decay = 100;                ///< windows of linear ε decay of the long head
+  std::vector<std::string> short_actions;  ///< the short head's choices (empty: all)
   void bind(OptionBinder& b);
   void validate() const;
+  /// Env indices of the short actions the short head may choose; throws ConfigError naming an
+  /// unknown action and the env's list.
+  std::vector<int> short_subset(const EnvSpec& spec) const;
   /// The long head's DQN options: the short head's with the overrides above.
   DqnConfig long_head(const DqnConfig& short_head, int window) const;
 };

@@ -132,3 +132,24 @@ TEST(Tsdqn, NeedsAFactoredAction) {
   f.spec.action_heads.clear();
   EXPECT_THROW(make_learner("tsdqn", small(), f.spec, self, 1, 0, 1, 1, 3), ConfigError);
 }
+
+TEST(Tsdqn, ShortHeadChoosesOnlyTheNamedShortActions) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  Factored f;
+  auto cfg = small();
+  cfg.tsdqn.short_actions = {"S0", "S1"};  // the paying S2 is masked out
+  auto l = make_learner("tsdqn", cfg, f.spec, self, 1, 0, 1, 1, 3);
+  int step = 0;
+  const auto taken = train(*l, f, 40, step);
+  for (int a : taken) ASSERT_NE(a % 3, 2) << "the short head chose a masked action";
+  EXPECT_TRUE(std::any_of(taken.begin(), taken.end(), [](int a) { return a % 3 == 1; }));
+  cfg.tsdqn.short_actions = {"S0", "S9"};
+  try {
+    cfg.check_env("tsdqn", f.spec);
+    ADD_FAILURE() << "an unknown short action was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no short action 'S9' (it has S0, S1, S2)"),
+              std::string::npos)
+        << e.what();
+  }
+}
