@@ -121,8 +121,9 @@ std::int64_t parse_int(const Table& t, std::size_t row, std::size_t col) {
     // accept integral floats such as "1594000000.0"
     double d = 0.0;
     auto r2 = std::from_chars(s.data(), s.data() + s.size(), d);
+    // (in range: casting a double outside int64 is undefined; found by fuzz_traces)
     if (r2.ec == std::errc() && r2.ptr == s.data() + s.size() && std::isfinite(d) &&
-        d == std::floor(d))
+        d == std::floor(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0)
       return static_cast<std::int64_t>(d);
   }
   if (s.empty() || res.ec != std::errc() || res.ptr != s.data() + s.size())

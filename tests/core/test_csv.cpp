@@ -59,3 +59,14 @@ TEST(Csv, NumbersNameFileAndLine) {
   EXPECT_THROW(csv::parse_double(t, 0, 2), InputError);  // NaN is refused
   EXPECT_THROW(csv::parse_double(t, 0, 9), InputError);  // missing column
 }
+
+TEST(Csv, IntegralFloatsOutsideInt64AreRefused) {  // fuzz_traces found the cast of 1.2E193
+  csv::Table t;
+  t.path = "x.csv";
+  t.rows = {{"115093616E193", "-1e19", "9.2e18", "1e300"}};
+  t.line_numbers = {3};
+  EXPECT_THROW(csv::parse_int(t, 0, 0), InputError);
+  EXPECT_THROW(csv::parse_int(t, 0, 1), InputError);
+  EXPECT_EQ(csv::parse_int(t, 0, 2), 9200000000000000000LL);
+  EXPECT_THROW(csv::parse_int(t, 0, 3), InputError);
+}
