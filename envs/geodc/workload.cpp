@@ -84,11 +84,22 @@ std::vector<TraceTask> load_pai_task_table(const std::string& path) {
     const std::int64_t end = csv::parse_int(t, r, 5);
     const double plan_gpu = csv::parse_double(t, r, 8);
     if (plan_gpu <= 0 || inst <= 0 || end <= start) continue;
+    // Bounds that keep the arithmetic below defined (fuzz_traces found both overflows).
+    constexpr std::int64_t kMaxTime = 1'000'000'000'000;  // seconds: ±31 700 years
+    if (start < -kMaxTime || end > kMaxTime)
+      MARLSCHED_THROW(InputError, path << ":" << t.line_numbers[r]
+                                       << ": start/end time out of range: " << start << ", "
+                                       << end);
+    const double gpus = std::ceil(inst * plan_gpu / 100.0 - 1e-9);
+    if (!(gpus <= 1e6))
+      MARLSCHED_THROW(InputError, path << ":" << t.line_numbers[r]
+                                       << ": implausible GPU demand (inst_num x plan_gpu / 100 = "
+                                       << gpus << ")");
     TraceTask task;
     task.job_name = row[0];
     task.start_time = start;
     task.duration_s = static_cast<double>(end - start);
-    task.gpus = static_cast<int>(std::ceil(inst * plan_gpu / 100.0 - 1e-9));
+    task.gpus = static_cast<int>(gpus);
     out.push_back(std::move(task));
   }
   std::stable_sort(out.begin(), out.end(), [](const TraceTask& a, const TraceTask& b) {

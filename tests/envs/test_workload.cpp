@@ -64,6 +64,21 @@ TEST(PaiTaskTable, MalformedRowsAreReportedWithLine) {
   }
   std::ofstream(path) << "j1,worker,x,Terminated,100,400,600,29.3,50,V100\n";
   EXPECT_THROW(load_pai_task_table(path), InputError);
+  // Values whose arithmetic would overflow (found by fuzz_traces): refused with the line.
+  auto message = [&](const std::string& row) {
+    std::ofstream(path) << row;
+    try {
+      load_pai_task_table(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(
+      message("j,w,3,Terminated,100,400,600,29.3,1.5e87,V100\n").find("bad.csv:1: implausible"),
+      std::string::npos);
+  EXPECT_NE(message("j,w,3,Terminated,-9e18,9e18,600,29.3,50,V100\n").find("out of range"),
+            std::string::npos);
 }
 
 TEST(SyntheticJobs, DeadlinesFollowSlackTiers) {
