@@ -474,7 +474,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   // Phase 2: the run itself. An error here may leave peers inside a collective, so the failing
   // rank prints its message and aborts the whole job.
   try {
-    const dist::Watchdog watchdog(cmd->run.watchdog_s, comm.rank(), comm.size());
+    const dist::Watchdog watchdog(cmd != nullptr ? cmd->run.watchdog_s : 0.0, comm.rank(),
+                                  comm.size());
     if (cmd == &train_cmd) {
       const StopSignals stop_signals;
       const auto summary = train(train_cmd.run, train_cmd.learners, *prep.factory, comm,
