@@ -82,15 +82,20 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-/// Test hook: MARLSCHED_FAIL_AT="RANK:ITERATION" throws on that rank at that iteration.
+/// Test hook: MARLSCHED_FAIL_AT="RANK:ITERATION[:STEP]" throws on that rank at the start of
+/// that iteration, or in its rollout before env step STEP (while the peers are in a collective).
 void maybe_inject_fault(int rank, int iteration) {
-  int r = -1, it = -1;
+  int r = -1, it = -1, step = -1;
   const char* v = std::getenv("MARLSCHED_FAIL_AT");
-  if (v != nullptr && std::sscanf(v, "%d:%d", &r, &it) == 2 && r == rank && it == iteration)
+  if (v != nullptr && std::sscanf(v, "%d:%d:%d", &r, &it, &step) >= 2 && r == rank &&
+      it == iteration && step < 0)
     MARLSCHED_THROW(Error, "injected fault (MARLSCHED_FAIL_AT=" << v << ")");
-  // MARLSCHED_KILL_AT="RANK:ITERATION": the rank dies with SIGKILL (crash tests).
+  // MARLSCHED_KILL_AT="RANK:ITERATION[:STEP]": the rank dies with SIGKILL at the start of that
+  // iteration, or in the middle of its rollout before env step STEP (crash tests).
+  step = -1;
   const char* k = std::getenv("MARLSCHED_KILL_AT");
-  if (k != nullptr && std::sscanf(k, "%d:%d", &r, &it) == 2 && r == rank && it == iteration)
+  if (k != nullptr && std::sscanf(k, "%d:%d:%d", &r, &it, &step) >= 2 && r == rank &&
+      it == iteration && step < 0)
     std::raise(SIGKILL);
   // MARLSCHED_HANG_AT="RANK:ITERATION": the rank stops making progress (watchdog tests).
   const char* h = std::getenv("MARLSCHED_HANG_AT");
@@ -109,6 +114,19 @@ double peak_rss_mib() {
   struct rusage u {};
   ::getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // kilobytes on Linux
+}
+
+/// The mid-rollout forms of MARLSCHED_FAIL_AT and MARLSCHED_KILL_AT (see maybe_inject_fault).
+void maybe_inject_mid_rollout(int rank, int iteration, int step) {
+  static const char* f = std::getenv("MARLSCHED_FAIL_AT");
+  static const char* k = std::getenv("MARLSCHED_KILL_AT");
+  int r = -1, it = -1, s = -1;
+  if (f != nullptr && std::sscanf(f, "%d:%d:%d", &r, &it, &s) == 3 && r == rank &&
+      it == iteration && s == step)
+    MARLSCHED_THROW(Error, "injected fault (MARLSCHED_FAIL_AT=" << f << ")");
+  if (k != nullptr && std::sscanf(k, "%d:%d:%d", &r, &it, &s) == 3 && r == rank &&
+      it == iteration && s == step)
+    std::raise(SIGKILL);
 }
 
 constexpr std::uint32_t kTrainerStateMagic = 0x6D617274;  // "mart"
@@ -316,6 +334,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     std::vector<double> comp(static_cast<std::size_t>(nc), 0.0);
     agent->set_training(true);
     for (int t = 0; t < T; ++t) {
+      maybe_inject_mid_rollout(comm.rank(), it, t);
       const double a0 = now();
       agent->act(world.policy_input(), actions);
       t_act += now() - a0;

@@ -8,13 +8,13 @@ cd "$WORK"
 ARGS=(train --agents-per-rank 2 --envs-per-rank 2 --iterations 8 --checkpoint-every 4 --quiet --no-eval-after)
 mpi 2 "$BIN" "${ARGS[@]}" --run-dir straight > straight.log
 rc=0
-MARLSCHED_KILL_AT=1:6 timeout 120 "$MPIEXEC" -n 2 --oversubscribe "$BIN" "${ARGS[@]}" --run-dir crashed > crashed.log 2>&1 || rc=$?
+MARLSCHED_KILL_AT=1:6:40 timeout 120 "$MPIEXEC" -n 2 --oversubscribe "$BIN" "${ARGS[@]}" --run-dir crashed > crashed.log 2>&1 || rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "the killed run exited with $rc"
 grep -q "process rank 1 .*exited on signal 9" crashed.log || fail "the lost rank is not named: $(cat crashed.log)"
 [ -f crashed/checkpoints/ckpt-00000004/MANIFEST ] || fail "no checkpoint 4 before the crash"
 [ ! -e crashed/checkpoints/ckpt-00000008 ] || fail "a checkpoint after the crash point exists"
 [ "$(wc -l < crashed/metrics.csv)" -eq 6 ] || fail "expected 5 iterations logged before the kill"
-pass "rank 1 killed with SIGKILL at iteration 6 (exit $rc); checkpoint 4 complete"
+pass "rank 1 killed with SIGKILL in the rollout of iteration 6 (exit $rc); checkpoint 4 complete"
 PY=/usr/bin/python3
 CHECK="$SRC/tests/io/check_trajectories.py"
 # Trajectories are flushed every iteration: the killed run's file holds iterations 1-5 and opens.
