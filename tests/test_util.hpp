@@ -4,6 +4,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "agents/policy.hpp"
 
 namespace marlsched::test {
 
@@ -21,6 +24,20 @@ inline std::string temp_dir(const std::string& name) {
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p.string();
+}
+
+/// The policy input of a run with one agent and one env copy whose observation is `obs`.
+inline PolicyInput one_agent_input(const EnvSpec& spec, const std::vector<float>& obs,
+                                   int episode_step) {
+  PolicyInput in;
+  in.spec = &spec;
+  in.copies = 1;
+  in.num_agents = 1;
+  in.first_agent = 0;
+  in.local_agents = 1;
+  in.global = {GlobalObs{obs.data(), 1, static_cast<int>(obs.size())}};
+  in.episode_step = {episode_step};
+  return in;
 }
 
 }  // namespace marlsched::test

@@ -42,17 +42,7 @@ DqnConfig small() {
 struct Bandit {
   std::vector<float> obs{1.f, 0.f};
   EnvSpec spec = bandit_spec();
-  PolicyInput input() {
-    PolicyInput in;
-    in.spec = &spec;
-    in.copies = 1;
-    in.num_agents = 1;
-    in.first_agent = 0;
-    in.local_agents = 1;
-    in.global = {GlobalObs{obs.data(), 1, 2}};
-    in.episode_step = {0};
-    return in;
-  }
+  PolicyInput input() { return test::one_agent_input(spec, obs, 0); }
   int best() const { return obs[0] > 0 ? 1 : 2; }
 };
 

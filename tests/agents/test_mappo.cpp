@@ -24,14 +24,7 @@ EnvSpec tiny_spec() {
 double train_bandit(Mappo& m, const dist::Comm& comm, int iterations) {
   const auto spec = tiny_spec();
   std::vector<float> obs = {0.5f, -0.5f};
-  PolicyInput in;
-  in.spec = &spec;
-  in.copies = 1;
-  in.num_agents = 1;
-  in.first_agent = 0;
-  in.local_agents = 1;
-  in.global = {GlobalObs{obs.data(), 1, 2}};
-  in.episode_step = {0};
+  const PolicyInput in = test::one_agent_input(spec, obs, 0);
   std::vector<int> a;
   StepFeedback fb;
   fb.reward = {0.f};

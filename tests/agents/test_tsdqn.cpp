@@ -26,17 +26,7 @@ struct Factored {
     spec.reward_components = {"r"};
     spec.episode_length = 8;
   }
-  PolicyInput input(int step) {
-    PolicyInput in;
-    in.spec = &spec;
-    in.copies = 1;
-    in.num_agents = 1;
-    in.first_agent = 0;
-    in.local_agents = 1;
-    in.global = {GlobalObs{obs.data(), 1, 2}};
-    in.episode_step = {step};
-    return in;
-  }
+  PolicyInput input(int step) { return test::one_agent_input(spec, obs, step); }
 };
 
 LearnerConfigs small() {
