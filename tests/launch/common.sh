@@ -12,6 +12,18 @@ chmod +x "$WORK/bin/mpi"
 export PATH="$WORK/bin:$PATH"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
+# kill_resume_matches WHAT KILL_AT ARGS...: runs `train ARGS` at 2 ranks straight (run dir
+# straight/) and again with MARLSCHED_KILL_AT=KILL_AT (crashed/), resumes the killed run, and
+# fails unless the resumed metrics.csv equals the straight one.
+kill_resume_matches() {
+  local what=$1 kill=$2; shift 2
+  mpi 2 "$BIN" "$@" --run-dir straight > straight.log
+  local rc=0
+  MARLSCHED_KILL_AT=$kill timeout 120 mpi 2 "$BIN" "$@" --run-dir crashed > crashed.log 2>&1 || rc=$?
+  [ "$rc" -ne 0 ] || fail "the killed run exited with 0"
+  mpi 2 "$BIN" train --resume crashed > resumed.log
+  cmp straight/metrics.csv crashed/metrics.csv || fail "resumed $what metrics differ from the uninterrupted run"
+}
 # expect_error NAME EXPECTED_CODE PATTERN -- command...: runs it, checks exit code, one
 # "marlsched: error" line, and that the line matches PATTERN.
 expect_error() {

@@ -42,10 +42,5 @@ pass "single-timescale DQN and MAPPO train and evaluate on lstcb"
 ARGS=(train --config "$CFG" --agents-per-rank 2 --iterations 8 --checkpoint-every 4 --dqn-warmup 256
       --dqn-batch 64 --dqn-updates 4 --ts-long-warmup 16 --ts-long-batch 8 --envs-per-rank 2
       --quiet --no-eval-after --traj-every 0)
-mpi 2 "$BIN" "${ARGS[@]}" --run-dir straight > straight.log
-rc=0
-MARLSCHED_KILL_AT=1:6 timeout 120 mpi 2 "$BIN" "${ARGS[@]}" --run-dir crashed > crashed.log 2>&1 || rc=$?
-[ "$rc" -ne 0 ] || fail "the killed run exited with 0"
-mpi 2 "$BIN" train --resume crashed > resumed.log
-cmp straight/metrics.csv crashed/metrics.csv || fail "resumed tsdqn metrics differ from the uninterrupted run"
+kill_resume_matches tsdqn 1:6 "${ARGS[@]}"
 pass "kill -9 + resume of a two-timescale run (mid-window checkpoint) reproduces the metrics exactly"
