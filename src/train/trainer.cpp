@@ -82,24 +82,27 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-/// Test hook: MARLSCHED_FAIL_AT="RANK:ITERATION[:STEP]" throws on that rank at the start of
-/// that iteration, or in its rollout before env step STEP (while the peers are in a collective).
-void maybe_inject_fault(int rank, int iteration) {
-  int r = -1, it = -1, step = -1;
-  const char* v = std::getenv("MARLSCHED_FAIL_AT");
-  if (v != nullptr && std::sscanf(v, "%d:%d:%d", &r, &it, &step) >= 2 && r == rank &&
-      it == iteration && step < 0)
-    MARLSCHED_THROW(Error, "injected fault (MARLSCHED_FAIL_AT=" << v << ")");
-  // MARLSCHED_KILL_AT="RANK:ITERATION[:STEP]": the rank dies with SIGKILL at the start of that
-  // iteration, or in the middle of its rollout before env step STEP (crash tests).
-  step = -1;
-  const char* k = std::getenv("MARLSCHED_KILL_AT");
-  if (k != nullptr && std::sscanf(k, "%d:%d:%d", &r, &it, &step) >= 2 && r == rank &&
-      it == iteration && step < 0)
-    std::raise(SIGKILL);
-  // MARLSCHED_HANG_AT="RANK:ITERATION": the rank stops making progress (watchdog tests).
-  const char* h = std::getenv("MARLSCHED_HANG_AT");
-  if (h != nullptr && std::sscanf(h, "%d:%d", &r, &it) == 2 && r == rank && it == iteration)
+/// Where a fault-injection variable "RANK:ITERATION[:STEP]" points (-1: unset); STEP -1 is the
+/// start of the iteration, STEP >= 0 the rollout just before env step STEP.
+struct FaultAt {
+  const char* text = nullptr;
+  int rank = -1, iteration = -1, step = -1;
+  explicit FaultAt(const char* var) : text(std::getenv(var)) {
+    if (text != nullptr && std::sscanf(text, "%d:%d:%d", &rank, &iteration, &step) < 2) rank = -1;
+  }
+  bool at(int r, int it, int st) const { return r == rank && it == iteration && st == step; }
+};
+
+/// Test hooks, read once: MARLSCHED_FAIL_AT throws on that rank there (mid-rollout: while the
+/// peers wait in a collective), MARLSCHED_KILL_AT raises SIGKILL (crash tests),
+/// MARLSCHED_HANG_AT="RANK:ITERATION" stops making progress (watchdog tests).
+void maybe_inject_fault(int rank, int iteration, int step) {
+  static const FaultAt fail("MARLSCHED_FAIL_AT"), kill("MARLSCHED_KILL_AT"),
+      hang("MARLSCHED_HANG_AT");
+  if (fail.at(rank, iteration, step))
+    MARLSCHED_THROW(Error, "injected fault (MARLSCHED_FAIL_AT=" << fail.text << ")");
+  if (kill.at(rank, iteration, step)) std::raise(SIGKILL);
+  if (hang.at(rank, iteration, step))
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
@@ -114,19 +117,6 @@ double peak_rss_mib() {
   struct rusage u {};
   ::getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // kilobytes on Linux
-}
-
-/// The mid-rollout forms of MARLSCHED_FAIL_AT and MARLSCHED_KILL_AT (see maybe_inject_fault).
-void maybe_inject_mid_rollout(int rank, int iteration, int step) {
-  static const char* f = std::getenv("MARLSCHED_FAIL_AT");
-  static const char* k = std::getenv("MARLSCHED_KILL_AT");
-  int r = -1, it = -1, s = -1;
-  if (f != nullptr && std::sscanf(f, "%d:%d:%d", &r, &it, &s) == 3 && r == rank &&
-      it == iteration && s == step)
-    MARLSCHED_THROW(Error, "injected fault (MARLSCHED_FAIL_AT=" << f << ")");
-  if (k != nullptr && std::sscanf(k, "%d:%d:%d", &r, &it, &s) == 3 && r == rank &&
-      it == iteration && s == step)
-    std::raise(SIGKILL);
 }
 
 constexpr std::uint32_t kTrainerStateMagic = 0x6D617274;  // "mart"
@@ -325,7 +315,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   std::vector<int> actions;
   const std::int64_t steps_at_start = env_steps;
   for (int it = start_iteration; it <= run.iterations; ++it) {
-    maybe_inject_fault(comm.rank(), it);
+    maybe_inject_fault(comm.rank(), it, -1);
     const double it0 = now();
     const StepTimes before = world.times();
     const double act0 = t_act, update0 = t_update, allreduce0 = t_allreduce, log0 = t_log;
@@ -334,7 +324,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     std::vector<double> comp(static_cast<std::size_t>(nc), 0.0);
     agent->set_training(true);
     for (int t = 0; t < T; ++t) {
-      maybe_inject_mid_rollout(comm.rank(), it, t);
+      maybe_inject_fault(comm.rank(), it, t);
       const double a0 = now();
       agent->act(world.policy_input(), actions);
       t_act += now() - a0;
