@@ -235,7 +235,9 @@ Shard::Shard(std::shared_ptr<const Config> cfg, std::shared_ptr<const EnvSpec> s
       n_(num_agents),
       k_(nbr_count(cfg_, num_agents)),
       nbrs_(ring_neighbours(agent, num_agents, k_)),
-      peak_per_ms_(cfg_.rates[static_cast<std::size_t>(agent) % cfg_.rates.size()] / 1000.0) {
+      peak_per_ms_(cfg_.rates[static_cast<std::size_t>(agent) % cfg_.rates.size()] / 1000.0),
+      clocks_(cfg_.freqs) {
+  std::sort(clocks_.begin(), clocks_.end());
   out_.resize(n_);
   hist_.assign(latency::kBins, 0.0);
   reset(0, 0);
@@ -350,7 +352,8 @@ void Shard::try_dispatch(double t) {
   else
     go = true;
   if (!go) return;
-  const std::size_t b = std::min(q, cap);
+  const auto [b, f] =
+      mode_ == 3 ? slack_plan(t, std::min(q, cap)) : std::make_pair(std::min(q, cap), freq_);
   batch_.assign(queue_.begin() + static_cast<std::ptrdiff_t>(head_),
                 queue_.begin() + static_cast<std::ptrdiff_t>(head_ + b));
   head_ += b;
@@ -361,7 +364,7 @@ void Shard::try_dispatch(double t) {
     queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(head_));
     head_ = 0;
   }
-  batch_freq_ = freq_;
+  batch_freq_ = f;
   busy_until_ = t + prof_.batch_ms(static_cast<int>(b), batch_freq_);
   batches_ += 1;
   // A batch's SLO misses are certain once it starts: the reward charges them now, in the slot
@@ -395,6 +398,35 @@ double Shard::slack_start() const {
         due, r.t0 + cfg_.slo_ms - cfg_.slo_guard_ms - (r.origin == agent_ ? 0.0 : cfg_.link_ms));
   }
   return due - prof_.batch_ms(static_cast<int>(b), freq_);
+}
+
+std::size_t Shard::slack_prefix(double t, std::size_t bmax, double f) const {
+  double due = std::numeric_limits<double>::infinity();
+  std::size_t best = 0;
+  for (std::size_t b = 1; b <= bmax; ++b) {
+    const Request& r = queue_[head_ + b - 1];
+    due = std::min(
+        due, r.t0 + cfg_.slo_ms - cfg_.slo_guard_ms - (r.origin == agent_ ? 0.0 : cfg_.link_ms));
+    if (t + prof_.batch_ms(static_cast<int>(b), f) > due + 1e-9) break;  // and all larger
+    best = b;
+  }
+  return best;
+}
+
+std::pair<std::size_t, double> Shard::slack_plan(double t, std::size_t bmax) const {
+  // The window's clock when the whole batch meets every member's SLO there; else the lowest
+  // higher clock of --freqs at which it does (a short-timescale boost); else, at the highest
+  // clock, the largest prefix that does; and when even one request alone would miss, the head
+  // is late whatever happens: the whole batch at the highest clock works the backlog off fastest.
+  if (slack_prefix(t, bmax, freq_) == bmax) return {bmax, freq_};
+  double top = freq_;
+  for (double f : clocks_)  // ascending
+    if (f > freq_) {
+      if (slack_prefix(t, bmax, f) == bmax) return {bmax, f};
+      top = f;
+    }
+  const std::size_t b = slack_prefix(t, bmax, top);
+  return {b == 0 ? bmax : b, top};
 }
 
 double Shard::next_timeout() const {

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/env.hpp"
@@ -129,6 +130,11 @@ class Shard final : public marlsched::Shard {
   /// Slack mode: the latest start of the batch that would go now (up to the cap) at which its
   /// most urgent request still meets the SLO at its origin.
   double slack_start() const;
+  /// The largest prefix of the queue (at most bmax) that, started at t at clock f, answers
+  /// every member by SLO - guard (0 when not even one request).
+  std::size_t slack_prefix(double t, std::size_t bmax, double f) const;
+  /// Slack mode: the size and clock of the batch that starts at t (see lstcb.cpp).
+  std::pair<std::size_t, double> slack_plan(double t, std::size_t bmax) const;
 
   std::shared_ptr<const Config> cfg_holder_;
   const Config& cfg_;
@@ -137,7 +143,8 @@ class Shard final : public marlsched::Shard {
   int agent_, n_, k_;
   std::vector<int> nbrs_;
   double peak_per_ms_;
-  Rng rng_;  // decisions: steering draws
+  std::vector<double> clocks_;  // --freqs, ascending (the slack mode's boost)
+  Rng rng_;                     // decisions: steering draws
   Rng exo_;  // the workload: arrivals, rate levels, bursts (identical under every policy)
   // Decisions in force.
   int batch_cap_ = 1, mode_ = 2, overflow_to_ = -1;  // mode: wait, timeout, dispatch, slack, single

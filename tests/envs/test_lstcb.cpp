@@ -120,6 +120,19 @@ TEST(Lstcb, SlackModeStartsTheBatchAtTheLastMomentThatMeetsTheSlo) {
   EXPECT_NEAR(r.counters.at("busy_ms"), kBatch3Ms, 1e-9);
 }
 
+TEST(Lstcb, SlackModeSendsTheLargestBatchThatStillMeetsTheSlo) {
+  lstcb::Config cfg;
+  cfg.slo_ms = 12;  // due at 10 (2 ms back): at t = 2 a batch of 3 or 2 would answer too late
+  const auto r = run_scripted(cfg, "B4,f1,steer0%", "slack", 12);
+  // One request alone (answer at 2 + 7.60 + 2 = 11.60) meets the SLO; the two others are late
+  // whatever happens and go together when the GPU is free.
+  const double t1 = 6.6317 + 0.97143, t2 = 6.6317 + 2 * 0.97143;
+  EXPECT_EQ(r.counters.at("batches"), 2);
+  EXPECT_EQ(r.counters.at("violations"), 2);
+  EXPECT_NEAR(r.counters.at("busy_ms"), t1 + t2, 1e-9);
+  EXPECT_NEAR(r.counters.at("latency_ms_sum"), (2 + t1 + 2) + 2 * (2 + t1 + t2 + 2), 1e-9);
+}
+
 TEST(Lstcb, SingleModeServesOneRequestAtATime) {
   const auto r = run_scripted(lstcb::Config{}, "B32,f1,steer0%", "single", 12);
   EXPECT_EQ(r.counters.at("batches"), 3);
