@@ -104,7 +104,8 @@ struct Dqn::Impl {
   int n, first, k, e, d, pub, na, in;
   std::vector<nn::Mlp> online, target;
   std::vector<std::unique_ptr<torch::optim::Adam>> opt;
-  std::vector<Replay> replay;  // one per network
+  std::vector<dist::GradBucket> grads;  // per network; averaged over ranks when shared
+  std::vector<Replay> replay;           // one per network
   Rng explore_rng, sample_rng;
   bool training = true, deterministic = false;
   std::int64_t env_steps = 0, grad_steps = 0;
@@ -146,6 +147,7 @@ struct Dqn::Impl {
       sync_target(i);
       opt.push_back(std::make_unique<torch::optim::Adam>(
           online[static_cast<std::size_t>(i)]->parameters(), torch::optim::AdamOptions(cfg.lr)));
+      grads.emplace_back(online[static_cast<std::size_t>(i)]->parameters());
     }
     const auto rows = static_cast<std::size_t>(e * k);
     pend_x.assign(rows * static_cast<std::size_t>(in), 0.f);
@@ -349,10 +351,10 @@ UpdateStats Dqn::update(const PolicyInput& last) {
       auto q = net->forward(X).gather(1, A).squeeze(1);
       auto loss = torch::nn::functional::huber_loss(
           q, y, torch::nn::functional::HuberLossFuncOptions().delta(m.cfg.huber_delta));
-      m.opt[i]->zero_grad();
+      m.grads[i].zero();
       loss.backward();
       const double t1 = nn::now();
-      if (m.cfg.share) dist::average_gradients(net->parameters(), m.comm);
+      if (m.cfg.share) m.grads[i].average(m.comm);
       const double t2 = nn::now();
       s[2] += torch::nn::utils::clip_grad_norm_(net->parameters(), m.cfg.max_grad_norm);
       m.opt[i]->step();

@@ -36,6 +36,9 @@ void MappoConfig::bind(OptionBinder& b) {
   b.add("critic-hidden", critic_hidden, "critic hidden layer sizes");
   b.add("share-actor", share_actor, "one actor shared by all agents (with agent-id input)");
   b.add("value-norm", value_norm, "normalise value targets with running moments");
+  b.add("overlap-grads", overlap_grads,
+        "start the critic's gradient allreduce (MPI_Iallreduce) before the actor's backward pass, "
+        "so the two overlap; off: one blocking allreduce after both");
   b.add("team-reward", team_reward, "β in reward = (1-β)·own + β·mean over agents");
   b.add("rollout-steps", rollout_steps, "environment steps per update");
 }
@@ -77,6 +80,9 @@ struct Mappo::Impl {
   std::vector<Mlp> actors;
   Mlp critic{nullptr};
   std::unique_ptr<torch::optim::Adam> actor_opt, critic_opt;
+  // Gradients as slices of flat buffers (dist::GradBucket): the critic's (averaged over ranks),
+  // the actors' (averaged over ranks when the actor is shared, else local).
+  dist::GradBucket critic_grads, actor_grads;
   RunningMoments vnorm;
   Rng sample_rng, shuffle_rng;
   bool training = true, deterministic = false;
@@ -123,6 +129,8 @@ struct Mappo::Impl {
         params_of(actors), torch::optim::AdamOptions(cfg.lr_actor).eps(1e-5));
     critic_opt = std::make_unique<torch::optim::Adam>(
         critic->parameters(), torch::optim::AdamOptions(cfg.lr_critic).eps(1e-5));
+    critic_grads = dist::GradBucket(critic->parameters());
+    actor_grads = dist::GradBucket(params_of(actors));
   }
 
   std::vector<torch::Tensor> shared_params() const {
@@ -355,7 +363,6 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   auto TGT = torch::from_blob(tgt.data(), {M}, torch::kFloat32);
   auto AG = m.local_agent_index(M);  // row index within a step is copy*K + k
 
-  const auto shared = m.shared_params();
   const auto actor_params = params_of(m.actors);
   const auto critic_params = m.critic->parameters();
   const int mb = std::max(1, M / m.cfg.minibatches);
@@ -385,20 +392,33 @@ UpdateStats Mappo::update(const PolicyInput& last) {
       auto value_loss = torch::nn::functional::huber_loss(
           v, TGT.index_select(0, idx),
           torch::nn::functional::HuberLossFuncOptions().delta(m.cfg.huber_delta));
-      auto loss = policy_loss - m.cfg.entropy_coef * entropy + m.cfg.value_coef * value_loss;
-      m.actor_opt->zero_grad();
-      m.critic_opt->zero_grad();
-      loss.backward();
+      // The actor and critic graphs are disjoint, so two backward passes give the same gradients
+      // as one on the summed loss; the critic's go first so that their allreduce can run while
+      // the actor's backward pass does.
+      m.critic_grads.zero();
+      m.actor_grads.zero();
+      (m.cfg.value_coef * value_loss).backward();
+      double t_comm = 0;
+      if (m.cfg.overlap_grads) {
+        const double c0 = now();
+        m.critic_grads.start(m.comm);
+        t_comm += now() - c0;
+      }
+      (policy_loss - m.cfg.entropy_coef * entropy).backward();
       const double t1 = now();
-      dist::average_gradients(shared, m.comm);
+      if (m.cfg.share_actor) m.actor_grads.start(m.comm);
+      if (!m.cfg.overlap_grads) m.critic_grads.start(m.comm);
+      m.critic_grads.finish();
+      m.actor_grads.finish();
       const double t2 = now();
+      t_comm += t2 - t1;
       s[5] += torch::nn::utils::clip_grad_norm_(actor_params, m.cfg.max_grad_norm);
       s[6] += torch::nn::utils::clip_grad_norm_(critic_params, m.cfg.max_grad_norm);
       m.actor_opt->step();
       m.critic_opt->step();
       const double t3 = now();
-      st.time_forward_backward += (t1 - t0) + (t3 - t2);
-      st.time_allreduce += t2 - t1;
+      st.time_forward_backward += (t3 - t0) - t_comm;
+      st.time_allreduce += t_comm;
       {
         torch::NoGradGuard g;
         s[0] += policy_loss.item<double>();

@@ -41,6 +41,8 @@ struct MappoConfig {
   std::vector<int> critic_hidden{128, 128};
   bool share_actor = true;
   bool value_norm = true;
+  /// Start the critic's gradient allreduce (nonblocking) before the actor's backward pass.
+  bool overlap_grads = true;
   double team_reward = 1.0;  ///< reward = (1-β)·own + β·mean over agents
   int rollout_steps = 96;
 

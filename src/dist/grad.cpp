@@ -1,6 +1,8 @@
 #include "dist/grad.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace marlsched::dist {
 
@@ -12,34 +14,81 @@ std::int64_t total_numel(const std::vector<torch::Tensor>& params) {
 }
 }  // namespace
 
-std::int64_t average_gradients(const std::vector<torch::Tensor>& params, const Comm& comm) {
+GradBucket::GradBucket(std::vector<torch::Tensor> params) : params_(std::move(params)) {
+  n_ = total_numel(params_);
+  MARLSCHED_CHECK(n_ < (std::int64_t{1} << 31), "gradient buffer too large for one allreduce");
+  for (const auto& p : params_)
+    MARLSCHED_CHECK(p.scalar_type() == torch::kFloat32 && p.device().is_cpu(),
+                    "gradient buckets hold float32 CPU parameters only");
+  flat_ = torch::zeros({std::max<std::int64_t>(n_, 1)}, torch::kFloat32);
+  data_ = flat_.data_ptr<float>();
+  bind();
+}
+
+GradBucket::~GradBucket() {
+  if (req_ != MPI_REQUEST_NULL) {  // never leave MPI writing into freed memory
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Wait(&req_, MPI_STATUS_IGNORE);
+  }
+}
+
+void GradBucket::bind() {
   torch::NoGradGuard guard;
-  const std::int64_t n = total_numel(params);
-  if (n == 0) return 0;
-  MARLSCHED_CHECK(n < (std::int64_t{1} << 31), "gradient buffer too large for one allreduce");
-  // Pack with raw memcpy (no per-tensor torch ops on the hot path), reduce once, unpack.
-  thread_local std::vector<float> flat;
-  flat.resize(static_cast<std::size_t>(n));
   std::int64_t off = 0;
-  for (const auto& p : params) {
-    MARLSCHED_CHECK(p.scalar_type() == torch::kFloat32, "only float32 parameters are supported");
+  for (const auto& p : params_) {
+    float* slot = data_ + off;
     auto& g = p.mutable_grad();
-    if (!g.defined()) g = torch::zeros_like(p);
-    if (!g.is_contiguous()) g = g.contiguous();
-    std::memcpy(flat.data() + off, g.data_ptr<float>(),
-                sizeof(float) * static_cast<std::size_t>(p.numel()));
+    if (!g.defined() || g.data_ptr() != static_cast<void*>(slot) || !g.is_contiguous()) {
+      // A plain tensor over the slice (not an autograd view, so optimizers may detach_ it); the
+      // deleter holds the flat buffer alive as long as any gradient points into it.
+      auto view = torch::from_blob(
+          slot, p.sizes(), [keep = flat_](void*) {}, torch::kFloat32);
+      if (g.defined())
+        view.copy_(g);
+      else
+        view.zero_();
+      g = view;
+    }
     off += p.numel();
   }
-  if (comm.size() > 1) comm.allreduce_sum(flat.data(), static_cast<int>(n));
-  const float inv = 1.0f / static_cast<float>(comm.size());
-  off = 0;
-  for (const auto& p : params) {
-    float* g = p.mutable_grad().data_ptr<float>();
-    const float* src = flat.data() + off;
-    for (std::int64_t i = 0; i < p.numel(); ++i) g[i] = src[i] * inv;
-    off += p.numel();
+}
+
+void GradBucket::zero() {
+  MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket zeroed while its allreduce runs");
+  bind();
+  std::memset(data_, 0, sizeof(float) * static_cast<std::size_t>(n_));
+}
+
+std::int64_t GradBucket::average(const Comm& comm) {
+  MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket averaged while its allreduce runs");
+  bind();
+  if (n_ > 0 && comm.size() > 1) comm.allreduce_sum(data_, static_cast<int>(n_));
+  ranks_ = comm.size();
+  finish();
+  return n_;
+}
+
+void GradBucket::start(const Comm& comm) {
+  MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket started twice");
+  bind();
+  ranks_ = comm.size();
+  if (n_ == 0 || ranks_ == 1) return;
+  req_ = comm.iallreduce_sum(data_, static_cast<int>(n_));
+}
+
+void GradBucket::finish() {
+  if (req_ != MPI_REQUEST_NULL) MARLSCHED_MPI_CHECK(MPI_Wait(&req_, MPI_STATUS_IGNORE));
+  if (ranks_ > 1) {
+    const float inv = 1.0f / static_cast<float>(ranks_);
+    for (std::int64_t i = 0; i < n_; ++i) data_[i] *= inv;
   }
-  return n;
+  ranks_ = 1;
+}
+
+std::int64_t average_gradients(const std::vector<torch::Tensor>& params, const Comm& comm) {
+  GradBucket bucket(params);
+  return bucket.average(comm);
 }
 
 void broadcast_parameters(const std::vector<torch::Tensor>& params, const Comm& comm) {

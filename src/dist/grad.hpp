@@ -1,8 +1,11 @@
 #pragma once
 /// \file grad.hpp
 /// Gradient averaging across ranks. libtorch's C++ API has no DistributedDataParallel, so this
-/// is ours: all gradients of a parameter list are packed into one contiguous float buffer and
-/// averaged with ONE MPI_Allreduce per update (not one per tensor), then unpacked.
+/// is ours: a GradBucket makes every gradient of a parameter list a slice of one contiguous
+/// float buffer, so autograd accumulates straight into it and ONE in-place MPI_Allreduce per
+/// update (not one per tensor, and no packing) averages them all. The bucket can also start the
+/// allreduce without waiting (MPI_Iallreduce), so that it overlaps other work, e.g. the critic's
+/// gradients travel while the actor's backward pass runs.
 
 #include <torch/torch.h>
 
@@ -13,9 +16,45 @@
 
 namespace marlsched::dist {
 
-/// Averages the gradients of `params` over all ranks of `comm` in one flattened allreduce.
-/// Parameters without a gradient contribute zeros (so every rank packs identical layouts).
-/// Returns the number of floats reduced.
+/// The gradients of a parameter list as slices of one flat buffer (see the file comment).
+/// Binding keeps any gradient a parameter already has; a parameter without one gets zeros, so
+/// every rank reduces identical layouts. If something replaces a bound gradient (say, an
+/// optimizer that sets gradients to none), the next call copies it back in and rebinds.
+class GradBucket {
+ public:
+  GradBucket() = default;
+  explicit GradBucket(std::vector<torch::Tensor> params);
+  GradBucket(GradBucket&&) = default;
+  GradBucket& operator=(GradBucket&&) = default;
+  GradBucket(const GradBucket&) = delete;
+  GradBucket& operator=(const GradBucket&) = delete;
+  ~GradBucket();
+
+  std::int64_t numel() const { return n_; }
+  const std::vector<torch::Tensor>& params() const { return params_; }
+  /// Sets every gradient to zero in place (one memset; keeps the binding).
+  void zero();
+  /// Averages the gradients over the ranks of `comm`: one in-place MPI_Allreduce, then a scale by
+  /// 1/size. Returns the number of floats reduced.
+  std::int64_t average(const Comm& comm);
+  /// Starts the same reduction without waiting (MPI_Iallreduce); finish() waits and scales.
+  /// Between the two, the gradients must not be read or written.
+  void start(const Comm& comm);
+  void finish();
+  bool in_flight() const { return req_ != MPI_REQUEST_NULL; }
+
+ private:
+  void bind();
+  std::vector<torch::Tensor> params_;
+  torch::Tensor flat_;
+  float* data_ = nullptr;
+  std::int64_t n_ = 0;
+  MPI_Request req_ = MPI_REQUEST_NULL;
+  int ranks_ = 1;
+};
+
+/// One-off form: averages the gradients of `params` through a temporary bucket (which leaves
+/// them bound to its buffer, kept alive by the gradients). Returns the number of floats reduced.
 std::int64_t average_gradients(const std::vector<torch::Tensor>& params, const Comm& comm);
 
 /// Copies rank 0's parameter values to every rank (one flattened broadcast).
