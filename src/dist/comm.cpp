@@ -74,37 +74,42 @@ void Comm::barrier() const {
   MARLSCHED_MPI_CHECK(MPI_Barrier(comm_));
 }
 
-std::vector<std::vector<std::byte>> Comm::alltoallv(
-    const std::vector<std::vector<std::byte>>& send) const {
-  MARLSCHED_CHECK(static_cast<int>(send.size()) == size_,
-                  "alltoallv needs one buffer per rank, got " << send.size());
-  std::vector<int> scount(size_), rcount(size_), sdisp(size_), rdisp(size_);
+void Exchange::layout(const std::vector<std::size_t>& bytes) {
+  const std::size_t n = bytes.size();
+  scount.resize(n);
+  sdispl.resize(n);
   std::size_t total = 0;
-  for (int r = 0; r < size_; ++r) {
-    MARLSCHED_CHECK(send[r].size() < static_cast<std::size_t>(std::numeric_limits<int>::max()),
+  for (std::size_t r = 0; r < n; ++r) {
+    MARLSCHED_CHECK(bytes[r] < static_cast<std::size_t>(std::numeric_limits<int>::max()),
                     "alltoallv message to rank " << r << " exceeds 2 GiB");
-    scount[r] = static_cast<int>(send[r].size());
-    sdisp[r] = static_cast<int>(total);
-    total += send[r].size();
+    scount[r] = static_cast<int>(bytes[r]);
+    sdispl[r] = static_cast<int>(total);
+    total += bytes[r];
+    MARLSCHED_CHECK(total < static_cast<std::size_t>(std::numeric_limits<int>::max()),
+                    "alltoallv send volume exceeds 2 GiB");
   }
-  MARLSCHED_CHECK(total < static_cast<std::size_t>(std::numeric_limits<int>::max()),
-                  "alltoallv send volume exceeds 2 GiB");
-  std::vector<std::byte> sbuf(total);
-  for (int r = 0; r < size_; ++r)
-    if (!send[r].empty()) std::copy(send[r].begin(), send[r].end(), sbuf.begin() + sdisp[r]);
-  MARLSCHED_MPI_CHECK(MPI_Alltoall(scount.data(), 1, MPI_INT, rcount.data(), 1, MPI_INT, comm_));
+  send.resize(total);
+}
+
+void Comm::alltoallv(Exchange& x) const {
+  MARLSCHED_CHECK(
+      static_cast<int>(x.scount.size()) == size_ && static_cast<int>(x.sdispl.size()) == size_,
+      "alltoallv needs one section per rank, got " << x.scount.size());
+  x.rcount.resize(static_cast<std::size_t>(size_));
+  x.rdispl.resize(static_cast<std::size_t>(size_));
+  MARLSCHED_MPI_CHECK(
+      MPI_Alltoall(x.scount.data(), 1, MPI_INT, x.rcount.data(), 1, MPI_INT, comm_));
   std::size_t rtotal = 0;
-  for (int r = 0; r < size_; ++r) {
-    rdisp[r] = static_cast<int>(rtotal);
-    rtotal += static_cast<std::size_t>(rcount[r]);
+  for (std::size_t r = 0; r < x.rcount.size(); ++r) {
+    x.rdispl[r] = static_cast<int>(rtotal);
+    rtotal += static_cast<std::size_t>(x.rcount[r]);
   }
-  std::vector<std::byte> rbuf(rtotal);
-  MARLSCHED_MPI_CHECK(MPI_Alltoallv(sbuf.data(), scount.data(), sdisp.data(), MPI_BYTE, rbuf.data(),
-                                    rcount.data(), rdisp.data(), MPI_BYTE, comm_));
-  std::vector<std::vector<std::byte>> out(size_);
-  for (int r = 0; r < size_; ++r)
-    out[r].assign(rbuf.begin() + rdisp[r], rbuf.begin() + rdisp[r] + rcount[r]);
-  return out;
+  MARLSCHED_CHECK(rtotal < static_cast<std::size_t>(std::numeric_limits<int>::max()),
+                  "alltoallv receive volume exceeds 2 GiB");
+  x.recv.resize(rtotal);
+  MARLSCHED_MPI_CHECK(MPI_Alltoallv(x.send.data(), x.scount.data(), x.sdispl.data(), MPI_BYTE,
+                                    x.recv.data(), x.rcount.data(), x.rdispl.data(), MPI_BYTE,
+                                    comm_));
 }
 
 void Comm::abort(int code) const {

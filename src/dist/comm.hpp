@@ -64,6 +64,17 @@ class Session {
   bool owns_ = false;
 };
 
+/// The buffers of a packed all-to-all, kept between calls so that a warm exchange allocates
+/// nothing. The sender sizes the sections with layout(), writes the bytes for rank r at
+/// send.data() + sdispl[r], and calls Comm::alltoallv; then what rank r sent here is
+/// recv.data() + rdispl[r], rcount[r] bytes.
+struct Exchange {
+  /// Sizes the send sections: bytes[r] for rank r, packed in rank order.
+  void layout(const std::vector<std::size_t>& bytes);
+  std::vector<std::byte> send, recv;
+  std::vector<int> scount, sdispl, rcount, rdispl;
+};
+
 /// A communicator handle (not owning MPI_COMM_WORLD; owning duplicates made by `dup()`).
 class Comm {
  public:
@@ -94,6 +105,14 @@ class Comm {
   void allreduce_sum(T* data, int count) const {
     MARLSCHED_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, count, mpi_type<T>(), MPI_SUM, comm_));
   }
+  /// Starts an in-place elementwise sum over ranks (MPI_Iallreduce); complete it with MPI_Wait.
+  template <class T>
+  MPI_Request iallreduce_sum(T* data, int count) const {
+    MPI_Request req = MPI_REQUEST_NULL;
+    MARLSCHED_MPI_CHECK(
+        MPI_Iallreduce(MPI_IN_PLACE, data, count, mpi_type<T>(), MPI_SUM, comm_, &req));
+    return req;
+  }
   template <class T>
   T allreduce_max(T v) const {
     MARLSCHED_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, mpi_type<T>(), MPI_MAX, comm_));
@@ -108,10 +127,9 @@ class Comm {
   void bcast(T* data, int count, int root = 0) const {
     MARLSCHED_MPI_CHECK(MPI_Bcast(data, count, mpi_type<T>(), root, comm_));
   }
-  /// Variable-size all-to-all of bytes: `send[r]` goes to rank r; returns what each rank sent
-  /// here, indexed by source rank. One MPI_Alltoall of counts, then one MPI_Alltoallv.
-  std::vector<std::vector<std::byte>> alltoallv(
-      const std::vector<std::vector<std::byte>>& send) const;
+  /// Variable-size all-to-all of bytes, packed (see Exchange): one MPI_Alltoall of the counts,
+  /// then one MPI_Alltoallv from and into the exchange's own buffers (no copies).
+  void alltoallv(Exchange& x) const;
 
   /// Aborts every rank of the job with `code`.
   [[noreturn]] void abort(int code) const;

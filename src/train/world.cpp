@@ -108,40 +108,50 @@ void World::gather(std::vector<float>& into) {
 
 void World::exchange(std::vector<std::vector<WorkRecord>>& outboxes) {
   const double t0 = now();
-  std::vector<std::vector<std::byte>> send(static_cast<std::size_t>(comm_.size()));
+  // Two passes over the records: size each destination rank's section, then write the headers
+  // and payloads straight into the packed send buffer.
+  const auto ranks = static_cast<std::size_t>(comm_.size());
+  xbytes_.assign(ranks, 0);
+  for (const auto& box : outboxes)
+    for (const auto& rec : box) {
+      MARLSCHED_CHECK(rec.dest >= 0 && rec.dest < n_, "work record for agent " << rec.dest);
+      xbytes_[static_cast<std::size_t>(rec.dest / k_)] += sizeof(RecordHeader) + rec.payload.size();
+    }
+  xchg_.layout(xbytes_);
+  xpos_.resize(ranks);
+  for (std::size_t r = 0; r < ranks; ++r) xpos_[r] = static_cast<std::size_t>(xchg_.sdispl[r]);
   for (std::size_t i = 0; i < outboxes.size(); ++i) {
     const int c = static_cast<int>(i) / k_;
     for (auto& rec : outboxes[i]) {
-      MARLSCHED_CHECK(rec.dest >= 0 && rec.dest < n_, "work record for agent " << rec.dest);
-      auto& buf = send[static_cast<std::size_t>(rec.dest / k_)];
+      std::size_t& pos = xpos_[static_cast<std::size_t>(rec.dest / k_)];
       const RecordHeader h{c, rec.dest, static_cast<std::uint32_t>(rec.payload.size())};
-      const auto off = buf.size();
-      buf.resize(off + sizeof h + rec.payload.size());
-      std::memcpy(buf.data() + off, &h, sizeof h);
+      std::memcpy(xchg_.send.data() + pos, &h, sizeof h);
       if (!rec.payload.empty())
-        std::memcpy(buf.data() + off + sizeof h, rec.payload.data(), rec.payload.size());
+        std::memcpy(xchg_.send.data() + pos + sizeof h, rec.payload.data(), rec.payload.size());
+      pos += sizeof h + rec.payload.size();
       times_.records += 1;
       times_.bytes += sizeof h + rec.payload.size();
     }
     outboxes[i].clear();
   }
   const double t1 = now();
-  const auto recv = comm_.alltoallv(send);
+  comm_.alltoallv(xchg_);
   const double t2 = now();
   WorkRecord rec;
-  for (const auto& buf : recv) {
+  for (std::size_t r = 0; r < ranks; ++r) {
+    const std::byte* buf = xchg_.recv.data() + xchg_.rdispl[r];
+    const auto size = static_cast<std::size_t>(xchg_.rcount[r]);
     std::size_t off = 0;
-    while (off < buf.size()) {
+    while (off < size) {
       RecordHeader h;
-      MARLSCHED_CHECK(off + sizeof h <= buf.size(), "truncated work record header");
-      std::memcpy(&h, buf.data() + off, sizeof h);
+      MARLSCHED_CHECK(off + sizeof h <= size, "truncated work record header");
+      std::memcpy(&h, buf + off, sizeof h);
       off += sizeof h;
-      MARLSCHED_CHECK(off + h.size <= buf.size(), "truncated work record");
+      MARLSCHED_CHECK(off + h.size <= size, "truncated work record");
       MARLSCHED_CHECK(h.dest >= first_ && h.dest < first_ + k_ && h.copy >= 0 && h.copy < copies_,
                       "work record for agent " << h.dest << " arrived at rank " << comm_.rank());
       rec.dest = h.dest;
-      rec.payload.assign(buf.begin() + static_cast<std::ptrdiff_t>(off),
-                         buf.begin() + static_cast<std::ptrdiff_t>(off + h.size));
+      rec.payload.assign(buf + off, buf + off + h.size);
       shard(h.copy, h.dest - first_).receive(rec);
       off += h.size;
     }

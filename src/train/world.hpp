@@ -88,6 +88,8 @@ class World {
   std::size_t packet() const { return static_cast<std::size_t>(d_ + c_ + 3); }
 
   const dist::Comm& comm_;
+  dist::Exchange xchg_;                     // reused packed all-to-all buffers
+  std::vector<std::size_t> xbytes_, xpos_;  // per destination rank
   EnvSpec spec_;
   int k_, copies_, n_, first_, d_, c_;
   std::uint64_t seed_;
