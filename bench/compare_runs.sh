@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# A/B comparison of two variants of the default training run (launch/configs/default.toml), run
+# alternately REPEAT times each (this machine is shared and noisy: alternation spreads the noise
+# over both). For each run it prints the wall time, the trainer's share of wall time for the
+# named time-split entries (slowest rank) and the trajectory bytes written; then the mean wall
+# times and the ratio B/A.
+# Usage: bash bench/compare_runs.sh "NAME_A" "ARGS_A" "NAME_B" "ARGS_B" [SPLIT_ENTRY...]
+#   e.g. bash bench/compare_runs.sh off "--traj-every 0" on "--traj-every 1" "trajectory logging"
+# Environment: MARLSCHED_NP ranks (default 4), REPEAT (default 2), EXTRA (more train args).
+set -euo pipefail
+source "$(dirname "$0")/../launch/env.sh"
+BIN=$MARLSCHED_BUILD/launch/marlsched
+NP=${MARLSCHED_NP:-4}
+REPEAT=${REPEAT:-2}
+names=("$1" "$3")
+args=("$2" "$4")
+shift 4
+entries=("$@")
+extra=()
+((NP > $(nproc))) && extra=(--oversubscribe)
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/marlsched-compare.XXXXXX")
+trap 'rm -rf "$OUT"' EXIT
+for r in $(seq "$REPEAT"); do
+  for v in 0 1; do
+    run="$OUT/run-$v-$r"
+    # shellcheck disable=SC2086  # ARGS and EXTRA are word lists
+    mpirun "${extra[@]}" -n "$NP" "$BIN" train --config "$MARLSCHED_ROOT/launch/configs/default.toml" \
+      --quiet --no-eval-after --run-dir "$run" ${args[$v]} ${EXTRA:-} > "$OUT/log-$v-$r"
+    split=$(grep "time split" "$OUT/log-$v-$r")
+    wall=$(sed -E 's/.*slowest rank, ([0-9.]+) s wall.*/\1/' <<<"$split")
+    line="${names[$v]}, repeat $r: wall $wall s"
+    for e in "${entries[@]}"; do
+      line+=", ${e//\\/} $(sed -E "s|.*$e ([0-9.]+)%.*|\1|" <<<"$split")%"
+    done
+    size=$(du -sb "$run/trajectories" 2>/dev/null | cut -f1 || true)
+    echo "$line, trajectory bytes ${size:-0}"
+    echo "$v $wall" >> "$OUT/walls"
+  done
+done
+awk -v a="${names[0]}" -v b="${names[1]}" '{s[$1]+=$2; n[$1]++} END {
+  printf "mean wall: %s %.2f s, %s %.2f s, ratio %s/%s %.3f\n", a, s[0]/n[0], b, s[1]/n[1], b, a,
+    (s[1]/n[1])/(s[0]/n[0])}' "$OUT/walls"
