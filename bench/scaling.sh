@@ -7,7 +7,8 @@
 # (slowest rank, % of wall: env, exchange, gather, act, update, allreduce, logging), the peak RSS
 # of the largest rank, and an efficiency:
 #   ranks   weak-scaling efficiency T(1 rank) / T(N ranks), per iteration;
-#   agents  agent-step throughput per agent relative to the first run of the series.
+#   agents  agent-steps/s relative to the first run of the series (the ranks are fixed, so 1.00
+#           means the time per iteration grows linearly with the agent count).
 # Every site is replicated (--replicate-sites) so that any agent count is valid. The critic's
 # input grows with the agent count (all observations), so part of the loss of efficiency is
 # the larger critic, not the communication.
@@ -57,10 +58,10 @@ run() {
     -v out="$OUT/last" 'BEGIN {
       split(pcs, pc, " "); t = wall / it
       if (series == "ranks") eff = (bt > 0 ? bt / t : 1)
-      else eff = (ba > 0 ? (sps / agents) / ba : 1)
+      else eff = (ba > 0 ? sps / ba : 1)
       printf "%-7s %5d %6d %6d %9.3f %10.0f %6.2f | %5.1f %5.1f %5.1f %5.1f %6.1f %5.1f %5.1f | %7s\n",
         series, np, k, agents, t, sps, eff, pc[1], pc[2], pc[3], pc[4], pc[5], pc[6], pc[7], rss
-      printf "%f %f\n", t, sps / agents > out
+      printf "%f %f\n", t, sps > out
     }'
 }
 
