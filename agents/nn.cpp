@@ -60,7 +60,7 @@ std::string script_mlp(torch::jit::Module& mod, const std::string& prefix, const
                        const std::string& indent) {
   std::ostringstream code;
   auto param = [&](const std::string& name, const torch::Tensor& t) {
-    mod.register_parameter(prefix + name, t.detach().clone(), false);
+    mod.register_parameter(prefix + name, t.detach().to(torch::kCPU).clone(), false);
     return "self." + prefix + name;
   };
   code << indent << "h = x\n";
@@ -107,6 +107,43 @@ torch::Tensor string_tensor(const std::string& s) {
 
 std::string tensor_string(const torch::Tensor& t) {
   return std::string(static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.numel()));
+}
+
+void check_device(const std::string& name) {
+  MARLSCHED_REQUIRE(name == "cpu" || name == "cuda" || name.rfind("cuda:", 0) == 0,
+                    "--device must be cpu, cuda or cuda:N, got '" << name << "'");
+  if (name == "cpu") return;
+  MARLSCHED_REQUIRE(torch::cuda::is_available(),
+                    "--device " << name
+                                << ": this libtorch has no CUDA support or sees no GPU "
+                                   "(torch::cuda::is_available() is false); build marlsched "
+                                   "against a CUDA libtorch (cmake -DCMAKE_PREFIX_PATH=<libtorch>) "
+                                   "and run on a GPU node, or use --device cpu");
+  if (name != "cuda") {
+    int idx = -1;
+    try {
+      idx = std::stoi(name.substr(5));
+    } catch (const std::exception&) {
+    }
+    const int count = static_cast<int>(torch::cuda::device_count());
+    MARLSCHED_REQUIRE(idx >= 0 && idx < count,
+                      "--device " << name << ": no such GPU (" << count << " visible)");
+  }
+}
+
+torch::Device device_for(const std::string& name, const dist::Comm& comm) {
+  if (name == "cpu") return torch::kCPU;
+  check_device(name);
+  if (name != "cuda") return torch::Device(name);
+  // The rank's index among the ranks of its node.
+  MPI_Comm node;
+  MARLSCHED_MPI_CHECK(
+      MPI_Comm_split_type(comm.raw(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &node));
+  int local = 0;
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
+  return torch::Device(torch::kCUDA,
+                       static_cast<c10::DeviceIndex>(local % torch::cuda::device_count()));
 }
 
 double now() {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/env.hpp"
+#include "dist/comm.hpp"
 
 namespace marlsched::nn {
 
@@ -56,6 +57,17 @@ std::string script_per_agent(torch::jit::Module& mod, const std::string& prefix,
 /// Text stored in a serialized archive as a uint8 tensor, and back.
 torch::Tensor string_tensor(const std::string& s);
 std::string tensor_string(const torch::Tensor& t);
+
+/// --device names: "cpu"; "cuda" (this rank's GPU: its rank on the node modulo the GPUs it
+/// sees, so ranks spread over a node's GPUs); "cuda:N". Throws ConfigError for another name, or
+/// for a CUDA device where libtorch was built without CUDA or sees no GPU.
+void check_device(const std::string& name);
+/// The device a learner of this rank puts its networks and batches on (after check_device).
+torch::Device device_for(const std::string& name, const dist::Comm& comm);
+/// `t` on the host and contiguous, for reading through data_ptr (no copy on the CPU).
+inline torch::Tensor host(const torch::Tensor& t) {
+  return t.to(torch::kCPU).contiguous();
+}
 
 /// Seconds on a monotonic clock.
 double now();

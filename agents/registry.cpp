@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "agents/nn.hpp"
 #include "core/error.hpp"
 
 namespace marlsched {
@@ -27,6 +28,7 @@ namespace {
 }  // namespace
 
 void LearnerConfigs::validate(const std::string& algo) const {
+  nn::check_device(device);
   if (algo == "mappo") return mappo.validate();
   if (algo == "dqn") return dqn.validate();
   if (algo == "tsdqn") {
@@ -73,14 +75,18 @@ std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConf
                                       int first_agent, int local_agents, int copies,
                                       std::uint64_t seed) {
   cfg.validate(algo);
+  DqnConfig dqn = cfg.dqn;
+  dqn.device = cfg.device;
   if (algo == "tsdqn")
-    return std::make_unique<TwoTimescaleDqn>(cfg.tsdqn, cfg.dqn, spec, comm, num_agents,
-                                             first_agent, local_agents, copies, seed);
+    return std::make_unique<TwoTimescaleDqn>(cfg.tsdqn, dqn, spec, comm, num_agents, first_agent,
+                                             local_agents, copies, seed);
   if (algo == "dqn")
-    return std::make_unique<Dqn>(cfg.dqn, spec, comm, num_agents, first_agent, local_agents, copies,
+    return std::make_unique<Dqn>(dqn, spec, comm, num_agents, first_agent, local_agents, copies,
                                  seed);
-  return std::make_unique<Mappo>(cfg.mappo, spec, comm, num_agents, first_agent, local_agents,
-                                 copies, seed);
+  MappoConfig mappo = cfg.mappo;
+  mappo.device = cfg.device;
+  return std::make_unique<Mappo>(mappo, spec, comm, num_agents, first_agent, local_agents, copies,
+                                 seed);
 }
 
 namespace {

@@ -18,8 +18,12 @@ namespace marlsched {
 struct LearnerConfigs {
   MappoConfig mappo;
   DqnConfig dqn;
-  TsdqnConfig tsdqn;  ///< with `dqn` for its short head
+  TsdqnConfig tsdqn;           ///< with `dqn` for its short head
+  std::string device = "cpu";  ///< --device, for every learner (nn::check_device)
   void bind(OptionBinder& b) {
+    b.add("device", device,
+          "where the learner's networks run: cpu, cuda (each rank takes its node-local rank's "
+          "GPU) or cuda:N; CUDA needs marlsched built against a CUDA libtorch");
     mappo.bind(b);
     dqn.bind(b);
     tsdqn.bind(b);

@@ -91,8 +91,10 @@ struct Replay {
   }
 };
 
-torch::Tensor blob(std::vector<float>& v, std::int64_t rows, std::int64_t cols) {
-  return torch::from_blob(v.data(), {rows, cols}, torch::kFloat32);
+/// Host rows as a tensor on `dev` (no copy on the CPU).
+torch::Tensor blob(std::vector<float>& v, std::int64_t rows, std::int64_t cols,
+                   const torch::Device& dev) {
+  return torch::from_blob(v.data(), {rows, cols}, torch::kFloat32).to(dev);
 }
 
 }  // namespace
@@ -101,6 +103,7 @@ struct Dqn::Impl {
   DqnConfig cfg;
   EnvSpec spec;
   const dist::Comm& comm;
+  torch::Device dev;
   int n, first, k, e, d, pub, na, in;
   std::vector<nn::Mlp> online, target;
   std::vector<std::unique_ptr<torch::optim::Adam>> opt;
@@ -121,6 +124,7 @@ struct Dqn::Impl {
       : cfg(c),
         spec(sp),
         comm(cm),
+        dev(nn::device_for(c.device, cm)),
         n(num_agents),
         first(first_agent),
         k(local_agents),
@@ -144,6 +148,8 @@ struct Dqn::Impl {
     }
     if (cfg.share) dist::broadcast_parameters(online[0]->parameters(), comm);
     for (int i = 0; i < nets; ++i) {
+      online[static_cast<std::size_t>(i)]->to(dev);
+      target[static_cast<std::size_t>(i)]->to(dev);
       sync_target(i);
       opt.push_back(std::make_unique<torch::optim::Adam>(
           online[static_cast<std::size_t>(i)]->parameters(), torch::optim::AdamOptions(cfg.lr)));
@@ -175,7 +181,7 @@ struct Dqn::Impl {
     torch::NoGradGuard g;
     std::vector<float> out(static_cast<std::size_t>(rows * na));
     if (cfg.share) {
-      auto q = online[0].ptr()->forward(blob(x, rows, in)).contiguous();
+      auto q = nn::host(online[0].ptr()->forward(blob(x, rows, in, dev)));
       std::copy(q.data_ptr<float>(), q.data_ptr<float>() + rows * na, out.begin());
       return out;
     }
@@ -186,7 +192,7 @@ struct Dqn::Impl {
                    x.begin() + static_cast<std::ptrdiff_t>(r + 1) * in);
       const int m = static_cast<int>(sub.size()) / in;
       if (m == 0) continue;
-      auto q = online[static_cast<std::size_t>(kk)].ptr()->forward(blob(sub, m, in)).contiguous();
+      auto q = nn::host(online[static_cast<std::size_t>(kk)].ptr()->forward(blob(sub, m, in, dev)));
       const float* p = q.data_ptr<float>();
       for (int j = 0; j < m; ++j)
         std::copy(p + j * na, p + (j + 1) * na,
@@ -333,10 +339,10 @@ UpdateStats Dqn::update(const PolicyInput& last) {
       }
       const double t0 = nn::now();
       auto& net = m.online[i];
-      auto X = blob(bx, B, m.in), X2 = blob(bx2, B, m.in);
-      auto A = torch::from_blob(ba.data(), {B, 1}, torch::kInt64);
-      auto R = torch::from_blob(br.data(), {B}, torch::kFloat32);
-      auto T = torch::from_blob(bt.data(), {B}, torch::kFloat32);
+      auto X = blob(bx, B, m.in, m.dev), X2 = blob(bx2, B, m.in, m.dev);
+      auto A = torch::from_blob(ba.data(), {B, 1}, torch::kInt64).to(m.dev);
+      auto R = torch::from_blob(br.data(), {B}, torch::kFloat32).to(m.dev);
+      auto T = torch::from_blob(bt.data(), {B}, torch::kFloat32).to(m.dev);
       torch::Tensor y;
       {
         torch::NoGradGuard g;
@@ -352,7 +358,10 @@ UpdateStats Dqn::update(const PolicyInput& last) {
       auto loss = torch::nn::functional::huber_loss(
           q, y, torch::nn::functional::HuberLossFuncOptions().delta(m.cfg.huber_delta));
       m.grads[i].zero();
-      loss.backward();
+      if (m.cfg.share)
+        m.grads[i].backward(loss, m.comm);
+      else
+        loss.backward();
       const double t1 = nn::now();
       if (m.cfg.share) m.grads[i].average(m.comm);
       const double t2 = nn::now();
@@ -458,8 +467,9 @@ void Dqn::load_impl(std::istream& in, const std::string& path) {
   torch::serialize::InputArchive ar;
   torch::Tensor meta;
   try {
-    ar.load_from(in);
+    ar.load_from(in, m.dev);  // networks and optimiser state straight onto the device
     ar.read("meta", meta);
+    meta = nn::host(meta);
   } catch (const c10::Error&) {
     MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
   }
@@ -490,6 +500,7 @@ void Dqn::load_impl(std::istream& in, const std::string& path) {
     ar.read("replay_r" + id, r);
     ar.read("replay_term" + id, term);
     ar.read("replay_a" + id, a);
+    for (auto* t : {&pos, &x, &x2, &r, &term, &a}) *t = nn::host(*t);
     Replay& rb = m.replay[i];
     const auto size = pos[0].item<std::int64_t>(), head = pos[1].item<std::int64_t>();
     MARLSCHED_REQUIRE(size >= 0 && size <= rb.cap && head >= 0 && head < rb.cap &&
@@ -508,6 +519,8 @@ void Dqn::load_impl(std::istream& in, const std::string& path) {
   torch::Tensor lx, la;
   ar.read("last_x", lx);
   ar.read("last_act", la);
+  lx = nn::host(lx);
+  la = nn::host(la);
   // The last act() only matters to a run resumed with the same layout; a model loaded with
   // another number of env copies (export, evaluation) starts without one.
   if (lx.numel() == static_cast<std::int64_t>(m.e * m.k * m.in) && la.numel() == m.e * m.k) {
@@ -519,7 +532,7 @@ void Dqn::load_impl(std::istream& in, const std::string& path) {
   }
   torch::Tensor rt;
   ar.read("rng", rt);
-  MARLSCHED_REQUIRE(read_states(nn::tensor_string(rt), {&m.explore_rng, &m.sample_rng}),
+  MARLSCHED_REQUIRE(read_states(nn::tensor_string(nn::host(rt)), {&m.explore_rng, &m.sample_rng}),
                     "model '" << path << "': bad RNG state");
 }
 
@@ -538,10 +551,9 @@ std::vector<float> Dqn::q_values(const GlobalObs& g, int local_agent) const {
   std::vector<float> x(static_cast<std::size_t>(m.in));
   nn::agent_input(g, m.pub, m.first + local_agent, x.data());
   torch::NoGradGuard guard;
-  auto q = m.online[static_cast<std::size_t>(m.net_of(local_agent))]
-               .ptr()
-               ->forward(blob(x, 1, m.in))
-               .contiguous();
+  auto q = m.online[static_cast<std::size_t>(m.net_of(local_agent))].ptr()->forward(
+      blob(x, 1, m.in, m.dev));
+  q = nn::host(q);
   return std::vector<float>(q.data_ptr<float>(), q.data_ptr<float>() + m.na);
 }
 

@@ -49,6 +49,8 @@ struct DqnConfig {
   double max_grad_norm = 10.0;
   double team_reward = 0.0;  ///< reward = (1-β)·own + β·mean over agents
   int rollout_steps = 32;
+  /// Where the networks and batches live (LearnerConfigs binds --device; see nn::check_device).
+  std::string device = "cpu";
 
   void bind(OptionBinder& b);
   void validate() const;

@@ -76,6 +76,7 @@ struct Mappo::Impl {
   MappoConfig cfg;
   EnvSpec spec;
   const dist::Comm& comm;
+  torch::Device dev;
   int n, first, k, e, d, pub, na, ain, cin;
   std::vector<Mlp> actors;
   Mlp critic{nullptr};
@@ -102,6 +103,7 @@ struct Mappo::Impl {
       : cfg(cf),
         spec(sp),
         comm(cm),
+        dev(nn::device_for(cf.device, cm)),
         n(num_agents),
         first(first_agent),
         k(local_agents),
@@ -125,6 +127,8 @@ struct Mappo::Impl {
     torch::manual_seed(derive_seed(seed, {0xC217}) & 0x7FFFFFFFFFFFULL);
     critic = Mlp(cin, cfg.critic_hidden, 1, 1.0);
     dist::broadcast_parameters(shared_params(), comm);
+    for (auto& a : actors) a->to(dev);
+    critic->to(dev);
     actor_opt = std::make_unique<torch::optim::Adam>(
         params_of(actors), torch::optim::AdamOptions(cfg.lr_actor).eps(1e-5));
     critic_opt = std::make_unique<torch::optim::Adam>(
@@ -152,7 +156,7 @@ struct Mappo::Impl {
   /// Logits for rows of X whose local agent index is `agent_idx` (non-shared actors).
   torch::Tensor logits(const torch::Tensor& X, const torch::Tensor& agent_idx) const {
     if (cfg.share_actor) return actors[0].ptr()->forward(X);
-    auto out = torch::zeros({X.size(0), na});
+    auto out = torch::zeros({X.size(0), na}, X.options());
     for (int i = 0; i < k; ++i) {
       auto mask = agent_idx.eq(i).nonzero().squeeze(1);
       if (mask.numel() == 0) continue;
@@ -169,8 +173,8 @@ struct Mappo::Impl {
   /// Critic values (denormalised) for the rows of a critic-input buffer.
   std::vector<float> values(std::vector<float>& xc, int rows) const {
     torch::NoGradGuard g;
-    auto t = torch::from_blob(xc.data(), {rows, cin}, torch::kFloat32);
-    auto v = critic.ptr()->forward(t).squeeze(1).contiguous();
+    auto t = torch::from_blob(xc.data(), {rows, cin}, torch::kFloat32).to(dev);
+    auto v = nn::host(critic.ptr()->forward(t).squeeze(1));
     std::vector<float> out(static_cast<std::size_t>(rows));
     for (int i = 0; i < rows; ++i)
       out[static_cast<std::size_t>(i)] = denorm(v.data_ptr<float>()[i]);
@@ -193,7 +197,7 @@ struct Mappo::Impl {
     auto idx = torch::empty({rows}, torch::kInt64);
     auto* p = idx.data_ptr<std::int64_t>();
     for (int i = 0; i < rows; ++i) p[i] = i % k;  // rows are [.. copy][k]
-    return idx;
+    return idx.to(dev);
   }
 };
 
@@ -226,8 +230,8 @@ void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
                      m.last_c.data() + static_cast<std::ptrdiff_t>(r) * m.cin);
     }
   torch::NoGradGuard g;
-  auto X = torch::from_blob(m.last_x.data(), {rows, m.ain}, torch::kFloat32);
-  auto logp_all = torch::log_softmax(m.logits(X, m.local_agent_index(rows)), 1).contiguous();
+  auto X = torch::from_blob(m.last_x.data(), {rows, m.ain}, torch::kFloat32).to(m.dev);
+  auto logp_all = nn::host(torch::log_softmax(m.logits(X, m.local_agent_index(rows)), 1));
   const float* lp = logp_all.data_ptr<float>();
   actions.resize(static_cast<std::size_t>(rows));
   m.last_act.resize(static_cast<std::size_t>(rows));
@@ -355,12 +359,13 @@ UpdateStats Mappo::update(const PolicyInput& last) {
             : ret[static_cast<std::size_t>(i)];
   }
 
-  auto X = torch::from_blob(m.x.data(), {M, m.ain}, torch::kFloat32);
-  auto C = torch::from_blob(m.c.data(), {M, m.cin}, torch::kFloat32);
-  auto A = torch::from_blob(m.act.data(), {M}, torch::kInt64);
-  auto OLD = torch::from_blob(m.logp.data(), {M}, torch::kFloat32);
-  auto ADV = torch::from_blob(adv.data(), {M}, torch::kFloat32);
-  auto TGT = torch::from_blob(tgt.data(), {M}, torch::kFloat32);
+  // One copy of the rollout to the device (none on the CPU); minibatches index it there.
+  auto X = torch::from_blob(m.x.data(), {M, m.ain}, torch::kFloat32).to(m.dev);
+  auto C = torch::from_blob(m.c.data(), {M, m.cin}, torch::kFloat32).to(m.dev);
+  auto A = torch::from_blob(m.act.data(), {M}, torch::kInt64).to(m.dev);
+  auto OLD = torch::from_blob(m.logp.data(), {M}, torch::kFloat32).to(m.dev);
+  auto ADV = torch::from_blob(adv.data(), {M}, torch::kFloat32).to(m.dev);
+  auto TGT = torch::from_blob(tgt.data(), {M}, torch::kFloat32).to(m.dev);
   auto AG = m.local_agent_index(M);  // row index within a step is copy*K + k
 
   const auto actor_params = params_of(m.actors);
@@ -376,7 +381,8 @@ UpdateStats Mappo::update(const PolicyInput& last) {
     for (int b = 0; b < m.cfg.minibatches; ++b) {
       const double t0 = now();
       auto idx =
-          torch::from_blob(perm.data() + static_cast<std::ptrdiff_t>(b) * mb, {mb}, torch::kInt64);
+          torch::from_blob(perm.data() + static_cast<std::ptrdiff_t>(b) * mb, {mb}, torch::kInt64)
+              .to(m.dev);
       auto logp_all =
           torch::log_softmax(m.logits(X.index_select(0, idx), AG.index_select(0, idx)), 1);
       auto a = A.index_select(0, idx);
@@ -397,14 +403,18 @@ UpdateStats Mappo::update(const PolicyInput& last) {
       // the actor's backward pass does.
       m.critic_grads.zero();
       m.actor_grads.zero();
-      (m.cfg.value_coef * value_loss).backward();
+      m.critic_grads.backward(m.cfg.value_coef * value_loss, m.comm);
       double t_comm = 0;
       if (m.cfg.overlap_grads) {
         const double c0 = now();
         m.critic_grads.start(m.comm);
         t_comm += now() - c0;
       }
-      (policy_loss - m.cfg.entropy_coef * entropy).backward();
+      const auto actor_loss = policy_loss - m.cfg.entropy_coef * entropy;
+      if (m.cfg.share_actor)
+        m.actor_grads.backward(actor_loss, m.comm);
+      else
+        actor_loss.backward();
       const double t1 = now();
       if (m.cfg.share_actor) m.actor_grads.start(m.comm);
       if (!m.cfg.overlap_grads) m.critic_grads.start(m.comm);
@@ -549,8 +559,9 @@ void Mappo::load_impl(const std::string& path) {
   torch::serialize::InputArchive ar;
   torch::Tensor meta;
   try {
-    ar.load_from(path);
+    ar.load_from(path, m.dev);  // networks and optimiser state straight onto the device
     ar.read("meta", meta);
+    meta = nn::host(meta);
   } catch (const c10::Error& e) {
     MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
   }
@@ -579,7 +590,7 @@ void Mappo::load_impl(const std::string& path) {
   m.vnorm.m2 = vn[2].item<double>();
   torch::Tensor rt;
   ar.read("rng", rt);
-  MARLSCHED_REQUIRE(read_states(nn::tensor_string(rt), {&m.sample_rng, &m.shuffle_rng}),
+  MARLSCHED_REQUIRE(read_states(nn::tensor_string(nn::host(rt)), {&m.sample_rng, &m.shuffle_rng}),
                     "model '" << path << "': bad RNG state");
 }
 
@@ -605,9 +616,9 @@ std::vector<float> Mappo::action_probs(const GlobalObs& g, int local_agent) cons
   std::vector<float> xa(static_cast<std::size_t>(m.ain)), xc(static_cast<std::size_t>(m.cin));
   m.build_inputs(g, local_agent, xa.data(), xc.data());
   torch::NoGradGuard guard;
-  auto X = torch::from_blob(xa.data(), {1, m.ain}, torch::kFloat32);
-  auto idx = torch::full({1}, local_agent, torch::kInt64);
-  auto p = torch::softmax(m.logits(X, idx), 1).contiguous();
+  auto X = torch::from_blob(xa.data(), {1, m.ain}, torch::kFloat32).to(m.dev);
+  auto idx = torch::full({1}, local_agent, torch::TensorOptions(torch::kInt64).device(m.dev));
+  auto p = nn::host(torch::softmax(m.logits(X, idx), 1));
   return std::vector<float>(p.data_ptr<float>(), p.data_ptr<float>() + m.na);
 }
 

@@ -43,6 +43,8 @@ struct MappoConfig {
   bool value_norm = true;
   /// Start the critic's gradient allreduce (nonblocking) before the actor's backward pass.
   bool overlap_grads = true;
+  /// Where the networks and batches live (LearnerConfigs binds --device; see nn::check_device).
+  std::string device = "cpu";
   double team_reward = 1.0;  ///< reward = (1-β)·own + β·mean over agents
   int rollout_steps = 96;
 

@@ -17,11 +17,16 @@ std::int64_t total_numel(const std::vector<torch::Tensor>& params) {
 GradBucket::GradBucket(std::vector<torch::Tensor> params) : params_(std::move(params)) {
   n_ = total_numel(params_);
   MARLSCHED_CHECK(n_ < (std::int64_t{1} << 31), "gradient buffer too large for one allreduce");
+  const torch::Device dev = params_.empty() ? torch::Device(torch::kCPU) : params_[0].device();
   for (const auto& p : params_)
-    MARLSCHED_CHECK(p.scalar_type() == torch::kFloat32 && p.device().is_cpu(),
-                    "gradient buckets hold float32 CPU parameters only");
-  flat_ = torch::zeros({std::max<std::int64_t>(n_, 1)}, torch::kFloat32);
+    MARLSCHED_CHECK(p.scalar_type() == torch::kFloat32 && p.device() == dev,
+                    "gradient buckets hold float32 parameters on one device");
+  flat_ = torch::zeros({std::max<std::int64_t>(n_, 1)},
+                       torch::TensorOptions(torch::kFloat32).device(dev));
   data_ = flat_.data_ptr<float>();
+  // MPI reads host memory: a device bucket reduces through a host copy (a CUDA-aware MPI could
+  // take the device pointer; Open MPI as packaged is not built that way).
+  if (!dev.is_cpu()) host_ = torch::empty_like(flat_, torch::TensorOptions().device(torch::kCPU));
   bind();
 }
 
@@ -43,7 +48,7 @@ void GradBucket::bind() {
       // A plain tensor over the slice (not an autograd view, so optimizers may detach_ it); the
       // deleter holds the flat buffer alive as long as any gradient points into it.
       auto view = torch::from_blob(
-          slot, p.sizes(), [keep = flat_](void*) {}, torch::kFloat32);
+          slot, p.sizes(), [keep = flat_](void*) {}, flat_.options());
       if (g.defined())
         view.copy_(g);
       else
@@ -57,13 +62,28 @@ void GradBucket::bind() {
 void GradBucket::zero() {
   MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket zeroed while its allreduce runs");
   bind();
-  std::memset(data_, 0, sizeof(float) * static_cast<std::size_t>(n_));
+  if (host_.defined())
+    flat_.zero_();
+  else
+    std::memset(data_, 0, sizeof(float) * static_cast<std::size_t>(n_));
+  prescaled_ = 0;
+}
+
+void GradBucket::backward(const torch::Tensor& loss, const Comm& comm) {
+  MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "backward into a gradient bucket whose allreduce runs");
+  MARLSCHED_CHECK(prescaled_ == 0 || prescaled_ == comm.size(),
+                  "gradient bucket scaled for two communicators");
+  loss.backward(torch::full({}, 1.0 / comm.size(), loss.options()));
+  prescaled_ = comm.size();
 }
 
 std::int64_t GradBucket::average(const Comm& comm) {
   MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket averaged while its allreduce runs");
   bind();
-  if (n_ > 0 && comm.size() > 1) comm.allreduce_sum(data_, static_cast<int>(n_));
+  if (n_ > 0 && comm.size() > 1) {
+    if (host_.defined()) host_.copy_(flat_);
+    comm.allreduce_sum(mpi_buffer(), static_cast<int>(n_));
+  }
   ranks_ = comm.size();
   finish();
   return n_;
@@ -74,14 +94,19 @@ void GradBucket::start(const Comm& comm) {
   bind();
   ranks_ = comm.size();
   if (n_ == 0 || ranks_ == 1) return;
-  req_ = comm.iallreduce_sum(data_, static_cast<int>(n_));
+  if (host_.defined()) host_.copy_(flat_);
+  req_ = comm.iallreduce_sum(mpi_buffer(), static_cast<int>(n_));
 }
 
 void GradBucket::finish() {
   if (req_ != MPI_REQUEST_NULL) MARLSCHED_MPI_CHECK(MPI_Wait(&req_, MPI_STATUS_IGNORE));
-  if (ranks_ > 1) {
+  if (ranks_ > 1 && n_ > 0 && host_.defined()) flat_.copy_(host_);
+  if (ranks_ > 1 && prescaled_ != ranks_) {
     const float inv = 1.0f / static_cast<float>(ranks_);
-    for (std::int64_t i = 0; i < n_; ++i) data_[i] *= inv;
+    if (host_.defined())
+      flat_.mul_(inv);
+    else
+      for (std::int64_t i = 0; i < n_; ++i) data_[i] *= inv;
   }
   ranks_ = 1;
 }
@@ -98,7 +123,7 @@ void broadcast_parameters(const std::vector<torch::Tensor>& params, const Comm& 
   std::vector<float> flat(static_cast<std::size_t>(n));
   std::int64_t off = 0;
   for (const auto& p : params) {
-    auto c = p.detach().contiguous();
+    auto c = p.detach().to(torch::kCPU).contiguous();
     std::memcpy(flat.data() + off, c.data_ptr<float>(), sizeof(float) * p.numel());
     off += p.numel();
   }
@@ -113,7 +138,7 @@ void broadcast_parameters(const std::vector<torch::Tensor>& params, const Comm& 
 std::uint64_t parameter_digest(const std::vector<torch::Tensor>& params) {
   std::uint64_t h = 1469598103934665603ULL;
   for (const auto& p : params) {
-    auto c = p.detach().contiguous();
+    auto c = p.detach().to(torch::kCPU).contiguous();
     const auto* b = static_cast<const unsigned char*>(c.data_ptr());
     const std::size_t bytes = static_cast<std::size_t>(c.numel()) * c.element_size();
     for (std::size_t i = 0; i < bytes; ++i) h = (h ^ b[i]) * 1099511628211ULL;

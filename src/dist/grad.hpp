@@ -16,7 +16,8 @@
 
 namespace marlsched::dist {
 
-/// The gradients of a parameter list as slices of one flat buffer (see the file comment).
+/// The gradients of a parameter list as slices of one flat buffer (see the file comment), on
+/// the parameters' device; a GPU bucket goes through a host copy for MPI.
 /// Binding keeps any gradient a parameter already has; a parameter without one gets zeros, so
 /// every rank reduces identical layouts. If something replaces a bound gradient (say, an
 /// optimizer that sets gradients to none), the next call copies it back in and rebinds.
@@ -34,8 +35,13 @@ class GradBucket {
   const std::vector<torch::Tensor>& params() const { return params_; }
   /// Sets every gradient to zero in place (one memset; keeps the binding).
   void zero();
+  /// loss.backward() with the gradient seed 1/size instead of 1, so that the ranks' sum is
+  /// already their mean and average() need not pass over the buffer again (the same result, bit
+  /// for bit, at power-of-two rank counts: scaling by 2^-k commutes with rounding). Call zero()
+  /// first: gradients accumulated without the seed would be scaled wrongly.
+  void backward(const torch::Tensor& loss, const Comm& comm);
   /// Averages the gradients over the ranks of `comm`: one in-place MPI_Allreduce, then a scale by
-  /// 1/size. Returns the number of floats reduced.
+  /// 1/size unless backward() applied it already. Returns the number of floats reduced.
   std::int64_t average(const Comm& comm);
   /// Starts the same reduction without waiting (MPI_Iallreduce); finish() waits and scales.
   /// Between the two, the gradients must not be read or written.
@@ -46,11 +52,13 @@ class GradBucket {
  private:
   void bind();
   std::vector<torch::Tensor> params_;
-  torch::Tensor flat_;
+  torch::Tensor flat_, host_;  // host_: staging for MPI when flat_ is on a GPU
+  float* mpi_buffer() { return host_.defined() ? host_.data_ptr<float>() : data_; }
   float* data_ = nullptr;
   std::int64_t n_ = 0;
   MPI_Request req_ = MPI_REQUEST_NULL;
   int ranks_ = 1;
+  int prescaled_ = 0;  // the rank count backward() scaled for since zero(); 0: none
 };
 
 /// One-off form: averages the gradients of `params` through a temporary bucket (which leaves

@@ -102,3 +102,31 @@ TEST(Grad, BucketKeepsGradientsInOneBufferThroughBackwardAndZero) {
   EXPECT_EQ(params[0].grad().data_ptr(), slots[0]);
   EXPECT_EQ(params[0].grad().abs().sum().item<float>(), 0.f);
 }
+
+TEST(Grad, ScaledBackwardGivesTheSameMeanWithoutAPassOverTheBuffer) {
+  auto comm = dist::Comm::world();
+  torch::manual_seed(11);
+  torch::nn::Sequential net(torch::nn::Linear(5, 8), torch::nn::Tanh(), torch::nn::Linear(8, 3));
+  auto params = net->parameters();
+  dist::GradBucket bucket(params);
+  auto x = torch::randn({6, 5}) * static_cast<float>(comm.rank() + 1);
+  auto loss = [&] {
+    return torch::log_softmax(net->forward(x), 1).mean() + net->forward(x).pow(2).sum();
+  };
+  bucket.zero();
+  loss().backward();
+  bucket.average(comm);
+  std::vector<torch::Tensor> plain;
+  for (auto& p : params) plain.push_back(p.grad().clone());
+  bucket.zero();
+  bucket.backward(loss(), comm);
+  bucket.average(comm);
+  const int n = comm.size();
+  const bool power_of_two = (n & (n - 1)) == 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (power_of_two)
+      EXPECT_TRUE(torch::equal(params[i].grad(), plain[i])) << "tensor " << i;
+    else
+      EXPECT_TRUE(torch::allclose(params[i].grad(), plain[i], 1e-6, 1e-6)) << "tensor " << i;
+  }
+}

@@ -47,6 +47,13 @@ expect_error "NaN reward weight" 2 "reward weights must be finite" -- \
   mpi 2 "$BIN" train --agents-per-rank 2 --w-carbon nan
 expect_error "NaN learning rate" 2 "lr-actor must be positive, got nan" -- \
   "$BIN" train --agents-per-rank 4 --lr-actor nan
+expect_error "unknown device" 2 "device must be cpu, cuda or cuda:N, got 'gpu'" -- \
+  mpi 2 "$BIN" train --agents-per-rank 2 --replicate-sites --device gpu
+if ! ldd "$BIN" | grep -q libtorch_cuda; then
+  # A libtorch without CUDA (Debian's): the request is refused up front, from one rank.
+  expect_error "CUDA device without CUDA" 2 "device cuda: this libtorch has no CUDA support or sees no GPU" -- \
+    mpi 2 "$BIN" train --agents-per-rank 2 --replicate-sites --device cuda
+fi
 expect_error "negative watchdog" 2 "watchdog-s must be >= 0" -- \
   "$BIN" train --agents-per-rank 4 --watchdog-s -1
 expect_error "missing workload file" 2 "cannot open" -- \
