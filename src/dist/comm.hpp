@@ -113,6 +113,11 @@ class Comm {
         MPI_Iallreduce(MPI_IN_PLACE, data, count, mpi_type<T>(), MPI_SUM, comm_, &req));
     return req;
   }
+  /// In-place elementwise maximum over ranks.
+  template <class T>
+  void allreduce_max(T* data, int count) const {
+    MARLSCHED_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, count, mpi_type<T>(), MPI_MAX, comm_));
+  }
   template <class T>
   T allreduce_max(T v) const {
     MARLSCHED_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, mpi_type<T>(), MPI_MAX, comm_));

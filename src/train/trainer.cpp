@@ -393,9 +393,12 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     t_update += now() - u0 - us.time_allreduce;
     t_allreduce += us.time_allreduce;
     // A stop request (Slurm's warning signal, SIGTERM, SIGINT) on any rank stops every rank
-    // after this same update: one tiny allreduce per iteration.
-    const int stop_signal = it < run.iterations ? comm.allreduce_max(stop_requested()) : 0;
-    const double max_rss = comm.allreduce_max(rss_mib());  // the largest rank's resident set
+    // after this same update; the same tiny max-allreduce brings the largest resident set.
+    double agreed[2] = {it < run.iterations ? static_cast<double>(stop_requested()) : 0.0,
+                        rss_mib()};
+    comm.allreduce_max(agreed, 2);
+    const int stop_signal = static_cast<int>(agreed[0]);
+    const double max_rss = agreed[1];
     const bool last = it == run.iterations || stop_signal != 0;
     const bool checkpoint_now =
         (run.checkpoint_every > 0 && it % run.checkpoint_every == 0) || stop_signal != 0;
@@ -510,9 +513,10 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   // The slowest rank's time split.
   const StepTimes& w = world.times();
   double split[7] = {w.env, w.exchange, w.gather, t_act, t_update, t_allreduce, t_log};
-  double mx[7];
-  for (int i = 0; i < 7; ++i) mx[i] = comm.allreduce_max(split[i]);
-  const double peak_rss = comm.allreduce_max(peak_rss_mib());
+  double mx[8] = {split[0], split[1], split[2], split[3],
+                  split[4], split[5], split[6], peak_rss_mib()};
+  comm.allreduce_max(mx, 8);
+  const double peak_rss = mx[7];
   if (root && start_iteration > run.iterations) {
     std::cout << "nothing to do: the run already has " << run.iterations << " iterations"
               << std::endl;
