@@ -1,0 +1,105 @@
+// Learner update cost per sample: MAPPO (and DQN for comparison) on the default geodc env with
+// the default networks. Each benchmark iteration collects one rollout of the learner's own
+// length through a World (untimed) and then times update() alone (slowest rank); the counter
+// ns_per_sample divides that by the samples the update learns from (rollout steps x env copies
+// x local agents for MAPPO; gradient steps x batch for DQN).
+// Run: mpirun -n 1 build/bench/bench_learner   (or -n 2: the gradient allreduce is included)
+#include <benchmark/benchmark.h>
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "agents/registry.hpp"
+#include "envs/registry.hpp"
+#include "geodc/geodc.hpp"
+#include "mpi_bench.hpp"
+#include "train/world.hpp"
+
+using namespace marlsched;
+
+namespace {
+dist::Comm* g_comm = nullptr;
+
+void run_learner(benchmark::State& state, const std::string& algo) {
+  const int k = static_cast<int>(state.range(0)), copies = 4;
+  const int n = k * g_comm->size();
+  geodc::Config env;
+  env.replicate_sites = true;
+  auto factory = find_env("geodc").make_factory(env, n);
+  World world(*factory, *g_comm, k, copies, 1);
+  LearnerConfigs cfg;
+  cfg.dqn.warmup = cfg.dqn.batch;  // learn from the first rollout on
+  auto learner =
+      make_learner(algo, cfg, world.spec(), *g_comm, n, world.first_agent(), k, copies, 1);
+  const int T = cfg.rollout_steps(algo);
+  world.reset();
+  std::vector<int> actions;
+  StepFeedback fb;
+  fb.reward.resize(static_cast<std::size_t>(copies * k));
+  fb.done.resize(static_cast<std::size_t>(copies));
+  fb.truncated.resize(static_cast<std::size_t>(copies));
+  fb.terminal.resize(static_cast<std::size_t>(copies));
+  auto rollout = [&] {
+    for (int t = 0; t < T; ++t) {
+      learner->act(world.policy_input(), actions);
+      world.step(actions);
+      for (int c = 0; c < copies; ++c) {
+        for (int kk = 0; kk < k; ++kk)
+          fb.reward[static_cast<std::size_t>(c * k + kk)] =
+              world.reward(c, world.first_agent() + kk);
+        fb.done[static_cast<std::size_t>(c)] = world.done(c) ? 1 : 0;
+        fb.truncated[static_cast<std::size_t>(c)] = world.truncated(c) ? 1 : 0;
+        if (world.done(c)) fb.terminal[static_cast<std::size_t>(c)] = world.terminal_obs(c);
+      }
+      learner->record(fb);
+    }
+  };
+  if (algo == "dqn") rollout();  // fill the replay buffer past the warm-up first
+  std::int64_t samples = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    rollout();
+    auto update = [&] { learner->update(world.policy_input()); };
+    const double t = bench::slowest_rank_seconds(update);
+    state.SetIterationTime(t);
+    seconds += t;
+    samples += algo == "dqn" ? static_cast<std::int64_t>(cfg.dqn.updates) * cfg.dqn.batch
+                             : static_cast<std::int64_t>(T) * copies * k;
+  }
+  state.counters["ns_per_sample"] = 1e9 * seconds / static_cast<double>(samples);
+  state.counters["samples_per_update"] = static_cast<double>(samples) / state.iterations();
+}
+
+void BM_MappoUpdate(benchmark::State& s) {
+  run_learner(s, "mappo");
+}
+void BM_DqnUpdate(benchmark::State& s) {
+  run_learner(s, "dqn");
+}
+}  // namespace
+
+// Fixed iteration counts: every rank must run the same number of collectives.
+BENCHMARK(BM_MappoUpdate)
+    ->ArgName("agents_per_rank")
+    ->Arg(1)
+    ->Arg(4)
+    ->Arg(16)
+    ->UseManualTime()
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DqnUpdate)
+    ->ArgName("agents_per_rank")
+    ->Arg(1)
+    ->Arg(4)
+    ->UseManualTime()
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+
+int main(int argc, char** argv) {
+  dist::Session session(&argc, &argv);
+  torch::set_num_threads(1);
+  auto comm = dist::Comm::world();
+  g_comm = &comm;
+  bench::run_benchmarks(&argc, argv, comm);
+  return 0;
+}
