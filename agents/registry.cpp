@@ -1,6 +1,7 @@
 #include "agents/registry.hpp"
 
 #include <cmath>
+#include <functional>
 
 #include "agents/nn.hpp"
 #include "core/error.hpp"
@@ -14,81 +15,6 @@ double Learner::stat(const UpdateStats& st, const std::string& column) const {
   return std::nan("");
 }
 
-const std::vector<std::string>& learner_names() {
-  static const std::vector<std::string> names = {"mappo", "dqn", "tsdqn"};
-  return names;
-}
-
-namespace {
-[[noreturn]] void unknown(const std::string& algo) {
-  std::string known;
-  for (const auto& n : learner_names()) known += (known.empty() ? "" : ", ") + n;
-  MARLSCHED_THROW(ConfigError, "unknown algorithm '" << algo << "' (known: " << known << ")");
-}
-}  // namespace
-
-void LearnerConfigs::validate(const std::string& algo) const {
-  nn::check_device(device);
-  if (algo == "mappo") return mappo.validate();
-  if (algo == "dqn") return dqn.validate();
-  if (algo == "tsdqn") {
-    dqn.validate();
-    return tsdqn.validate();
-  }
-  unknown(algo);
-}
-
-void LearnerConfigs::check_env(const std::string& algo, const EnvSpec& spec) const {
-  validate(algo);
-  if (algo == "tsdqn") {
-    MARLSCHED_REQUIRE(spec.action_heads.size() == 2,
-                      "tsdqn needs an env with a long and a short action head (e.g. lstcb); env '"
-                          << spec.name << "' has one action head");
-    MARLSCHED_REQUIRE(spec.episode_length % spec.long_every == 0,
-                      "tsdqn: episodes (" << spec.episode_length
-                                          << " steps) must hold whole windows of "
-                                          << spec.long_every << " steps");
-    tsdqn.short_subset(spec);
-  }
-}
-
-int LearnerConfigs::rollout_steps(const std::string& algo) const {
-  if (algo == "mappo") return mappo.rollout_steps;
-  if (algo == "dqn" || algo == "tsdqn") return dqn.rollout_steps;
-  unknown(algo);
-}
-
-double LearnerConfigs::team_reward(const std::string& algo) const {
-  if (algo == "mappo") return mappo.team_reward;
-  if (algo == "dqn" || algo == "tsdqn") return dqn.team_reward;
-  unknown(algo);
-}
-
-bool LearnerConfigs::shared(const std::string& algo) const {
-  if (algo == "mappo") return mappo.share_actor;
-  if (algo == "dqn" || algo == "tsdqn") return dqn.share;
-  unknown(algo);
-}
-
-std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConfigs& cfg,
-                                      const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-                                      int first_agent, int local_agents, int copies,
-                                      std::uint64_t seed) {
-  cfg.validate(algo);
-  DqnConfig dqn = cfg.dqn;
-  dqn.device = cfg.device;
-  if (algo == "tsdqn")
-    return std::make_unique<TwoTimescaleDqn>(cfg.tsdqn, dqn, spec, comm, num_agents, first_agent,
-                                             local_agents, copies, seed);
-  if (algo == "dqn")
-    return std::make_unique<Dqn>(dqn, spec, comm, num_agents, first_agent, local_agents, copies,
-                                 seed);
-  MappoConfig mappo = cfg.mappo;
-  mappo.device = cfg.device;
-  return std::make_unique<Mappo>(mappo, spec, comm, num_agents, first_agent, local_agents, copies,
-                                 seed);
-}
-
 namespace {
 template <class T>
 std::vector<const T*> as(const std::vector<const Learner*>& ranks) {
@@ -100,22 +26,160 @@ std::vector<const T*> as(const std::vector<const Learner*>& ranks) {
   }
   return out;
 }
+
+// The table of learners: one row per algorithm (adding one = a folder under agents/ and a row).
+struct LearnerEntry {
+  std::string name;
+  std::function<void(const LearnerConfigs&)> validate;
+  std::function<void(const LearnerConfigs&, const EnvSpec&)> check_env;  // after validate
+  std::function<int(const LearnerConfigs&)> rollout_steps;
+  std::function<double(const LearnerConfigs&)> team_reward;
+  std::function<bool(const LearnerConfigs&)> shared;
+  std::function<std::unique_ptr<Learner>(const LearnerConfigs&, const EnvSpec&, const dist::Comm&,
+                                         int, int, int, int, std::uint64_t)>
+      make;
+  /// Writes the learners of every training rank as one TorchScript policy (path, metadata,
+  /// with_critic).
+  std::function<void(const std::vector<const Learner*>&, const std::string&, const std::string&,
+                     bool)>
+      exporter;
+};
+
+MappoConfig mappo_config(const LearnerConfigs& c, bool central_critic) {
+  MappoConfig m = c.mappo;
+  m.device = c.device;
+  m.central_critic = central_critic;
+  return m;
+}
+DqnConfig dqn_config(const LearnerConfigs& c) {
+  DqnConfig d = c.dqn;
+  d.device = c.device;
+  return d;
+}
+
+LearnerEntry mappo_family(const std::string& name, bool central_critic) {
+  return {name,
+          [](const LearnerConfigs& c) { c.mappo.validate(); },
+          [](const LearnerConfigs&, const EnvSpec&) {},
+          [](const LearnerConfigs& c) { return c.mappo.rollout_steps; },
+          [](const LearnerConfigs& c) { return c.mappo.team_reward; },
+          [](const LearnerConfigs& c) { return c.mappo.share_actor; },
+          [central_critic](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm,
+                           int n, int first, int k, int copies, std::uint64_t seed) {
+            return std::make_unique<Mappo>(mappo_config(c, central_critic), spec, comm, n, first, k,
+                                           copies, seed);
+          },
+          [](const std::vector<const Learner*>& ranks, const std::string& path,
+             const std::string& metadata, bool with_critic) {
+            Mappo::export_torchscript(as<Mappo>(ranks), path, metadata, with_critic);
+          }};
+}
+
+const std::vector<LearnerEntry>& table() {
+  static const std::vector<LearnerEntry> t = {
+      mappo_family("mappo", true),
+      mappo_family("ippo", false),
+      {"dqn", [](const LearnerConfigs& c) { c.dqn.validate(); },
+       [](const LearnerConfigs&, const EnvSpec&) {},
+       [](const LearnerConfigs& c) { return c.dqn.rollout_steps; },
+       [](const LearnerConfigs& c) { return c.dqn.team_reward; },
+       [](const LearnerConfigs& c) { return c.dqn.share; },
+       [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
+          int k, int copies, std::uint64_t seed) {
+         return std::make_unique<Dqn>(dqn_config(c), spec, comm, n, first, k, copies, seed);
+       },
+       [](const std::vector<const Learner*>& ranks, const std::string& path,
+          const std::string& metadata, bool with_critic) {
+         MARLSCHED_REQUIRE(!with_critic,
+                           "--critic: DQN has no critic (its Q-values are exported as "
+                           "the method q(obs, agent))");
+         Dqn::export_torchscript(as<Dqn>(ranks), path, metadata);
+       }},
+      {"tsdqn",
+       [](const LearnerConfigs& c) {
+         c.dqn.validate();
+         c.tsdqn.validate();
+       },
+       [](const LearnerConfigs& c, const EnvSpec& spec) {
+         MARLSCHED_REQUIRE(spec.action_heads.size() == 2,
+                           "tsdqn needs an env with a long and a short action head (e.g. lstcb); "
+                           "env '"
+                               << spec.name << "' has one action head");
+         MARLSCHED_REQUIRE(spec.episode_length % spec.long_every == 0,
+                           "tsdqn: episodes (" << spec.episode_length
+                                               << " steps) must hold whole windows of "
+                                               << spec.long_every << " steps");
+         c.tsdqn.short_subset(spec);
+       },
+       [](const LearnerConfigs& c) { return c.dqn.rollout_steps; },
+       [](const LearnerConfigs& c) { return c.dqn.team_reward; },
+       [](const LearnerConfigs& c) { return c.dqn.share; },
+       [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
+          int k, int copies, std::uint64_t seed) {
+         return std::make_unique<TwoTimescaleDqn>(c.tsdqn, dqn_config(c), spec, comm, n, first, k,
+                                                  copies, seed);
+       },
+       [](const std::vector<const Learner*>&, const std::string&, const std::string&, bool) {
+         MARLSCHED_THROW(ConfigError,
+                         "export: two-timescale DQN (tsdqn) policies cannot be exported yet; "
+                         "evaluate them with `marlsched eval --model RUN_DIR`");
+       }},
+  };
+  return t;
+}
+
+const LearnerEntry& entry(const std::string& algo) {
+  for (const auto& e : table())
+    if (e.name == algo) return e;
+  std::string known;
+  for (const auto& e : table()) known += (known.empty() ? "" : ", ") + e.name;
+  MARLSCHED_THROW(ConfigError, "unknown algorithm '" << algo << "' (known: " << known << ")");
+}
 }  // namespace
+
+const std::vector<std::string>& learner_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& e : table()) v.push_back(e.name);
+    return v;
+  }();
+  return names;
+}
+
+void LearnerConfigs::validate(const std::string& algo) const {
+  const auto& e = entry(algo);
+  nn::check_device(device);
+  e.validate(*this);
+}
+
+void LearnerConfigs::check_env(const std::string& algo, const EnvSpec& spec) const {
+  validate(algo);
+  entry(algo).check_env(*this, spec);
+}
+
+int LearnerConfigs::rollout_steps(const std::string& algo) const {
+  return entry(algo).rollout_steps(*this);
+}
+
+double LearnerConfigs::team_reward(const std::string& algo) const {
+  return entry(algo).team_reward(*this);
+}
+
+bool LearnerConfigs::shared(const std::string& algo) const {
+  return entry(algo).shared(*this);
+}
+
+std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConfigs& cfg,
+                                      const EnvSpec& spec, const dist::Comm& comm, int num_agents,
+                                      int first_agent, int local_agents, int copies,
+                                      std::uint64_t seed) {
+  cfg.validate(algo);
+  return entry(algo).make(cfg, spec, comm, num_agents, first_agent, local_agents, copies, seed);
+}
 
 void export_learners(const std::string& algo, const std::vector<const Learner*>& ranks,
                      const std::string& path, const std::string& metadata, bool with_critic) {
-  if (algo == "mappo")
-    return Mappo::export_torchscript(as<Mappo>(ranks), path, metadata, with_critic);
-  if (algo == "dqn") {
-    MARLSCHED_REQUIRE(!with_critic,
-                      "--critic: DQN has no critic (its Q-values are exported as "
-                      "the method q(obs, agent))");
-    return Dqn::export_torchscript(as<Dqn>(ranks), path, metadata);
-  }
-  MARLSCHED_REQUIRE(algo != "tsdqn",
-                    "export: two-timescale DQN (tsdqn) policies cannot be exported yet; evaluate "
-                    "them with `marlsched eval --model RUN_DIR`");
-  unknown(algo);
+  entry(algo).exporter(ranks, path, metadata, with_critic);
 }
 
 }  // namespace marlsched

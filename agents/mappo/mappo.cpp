@@ -112,7 +112,7 @@ struct Mappo::Impl {
         pub(sp.num_public),
         na(sp.num_actions()),
         ain(nn::agent_input_dim(sp, num_agents)),
-        cin(d * num_agents + num_agents),
+        cin(cf.central_critic ? d * num_agents + num_agents : ain),
         sample_rng(derive_seed(seed, {0xAC7, static_cast<std::uint64_t>(cm.rank())})),
         shuffle_rng(derive_seed(seed, {0x5F1, static_cast<std::uint64_t>(cm.rank())})) {
     // Same torch seed on every rank: shared networks start identical (and are broadcast anyway).
@@ -148,6 +148,10 @@ struct Mappo::Impl {
   void build_inputs(const GlobalObs& g, int kk, float* xa, float* xc) const {
     const int self = first + kk;
     nn::agent_input(g, pub, self, xa);
+    if (!cfg.central_critic) {  // IPPO: the critic sees what the actor sees
+      std::copy(xa, xa + ain, xc);
+      return;
+    }
     std::copy(g.data, g.data + static_cast<std::ptrdiff_t>(n) * d, xc);
     std::fill(xc + n * d, xc + cin, 0.f);
     xc[n * d + self] = 1.f;
@@ -207,6 +211,10 @@ Mappo::Mappo(const MappoConfig& cfg, const EnvSpec& spec, const dist::Comm& comm
                                    seed)) {}
 
 Mappo::~Mappo() = default;
+
+std::string Mappo::name() const {
+  return impl_->cfg.central_critic ? "mappo" : "ippo";
+}
 
 void Mappo::set_training(bool t) {
   impl_->training = t;
@@ -504,10 +512,13 @@ def value(self, obs: Tensor, agent: int) -> Tensor:
     single = obs.dim() == 2
     o = obs.unsqueeze(0) if single else obs
     b = o.size(0)
-    onehot = torch.zeros(b, self.num_agents, dtype=o.dtype)
+)"
+        << (m0.cfg.central_critic ? R"(    onehot = torch.zeros(b, self.num_agents, dtype=o.dtype)
     onehot[:, agent] = 1.0
     x = torch.cat([o.reshape(b, self.num_agents * self.obs_dim), onehot], 1)
-)" << script_mlp(mod, "critic", m0.critic, "    ")
+)"
+                                  : "    x = self.actor_input(o, agent)\n")
+        << script_mlp(mod, "critic", m0.critic, "    ")
         << R"(    v = out.squeeze(-1) * self.value_std + self.value_mean
     return v[0] if single else v
 )";
@@ -570,7 +581,8 @@ void Mappo::load_impl(const std::string& path) {
       meta.numel() == 6 && std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
       "model '" << path
                 << "' was trained with a different layout (agents, agents per "
-                   "rank, observation or action space, or actor sharing)");
+                   "rank, observation or action space, actor sharing, or a centralized (mappo) vs "
+                   "decentralized (ippo) critic)");
   for (std::size_t i = 0; i < m.actors.size(); ++i) {
     torch::serialize::InputArchive sub;
     ar.read("actor" + std::to_string(i), sub);

@@ -45,6 +45,9 @@ struct MappoConfig {
   bool overlap_grads = true;
   /// Where the networks and batches live (LearnerConfigs binds --device; see nn::check_device).
   std::string device = "cpu";
+  /// The critic: centralized, V(every agent's observation, agent id) (MAPPO); or decentralized,
+  /// V(the agent's own actor input) (IPPO). Set by the algorithm's name (agents/registry.cpp).
+  bool central_critic = true;
   double team_reward = 1.0;  ///< reward = (1-β)·own + β·mean over agents
   int rollout_steps = 96;
 
@@ -61,7 +64,7 @@ class Mappo final : public Learner {
         int first_agent, int local_agents, int copies, std::uint64_t seed);
   ~Mappo() override;
 
-  std::string name() const override { return "mappo"; }
+  std::string name() const override;
   /// Chooses actions. In training mode it samples and records (obs, action, log-prob, value);
   /// in evaluation mode it samples (or takes the argmax when deterministic) without recording.
   void act(const PolicyInput& in, std::vector<int>& actions) override;

@@ -136,3 +136,19 @@ TEST(Export, SeparateActorsFromSeveralRanksAreGathered) {
   check_in_libtorch(path, cases, n, d);
   check_in_python(path, cases, n, d, dir);
 }
+
+TEST(Export, IppoDecentralizedCriticMatchesTheTrainer) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  MappoConfig cfg;
+  cfg.central_critic = false;
+  cfg.actor_hidden = {8};
+  cfg.critic_hidden = {8};
+  const int n = 3, d = 5;
+  Mappo m(cfg, spec(), self, n, 0, n, 1, 17);
+  const auto dir = test::temp_dir("export-ippo");
+  const std::string path = dir + "/policy.pt";
+  Mappo::export_torchscript({&m}, path, "{}", true);
+  const auto cases = expected({{&m, 0}, {&m, 1}, {&m, 2}}, n, d, n, 6, 7);
+  check_in_libtorch(path, cases, n, d);
+  check_in_python(path, cases, n, d, dir);
+}

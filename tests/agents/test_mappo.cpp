@@ -99,3 +99,25 @@ TEST(Mappo, SeparateActorsPerAgentWhenNotShared) {
   // Shared set = critic (+ actor when shared): separate actors leave only the critic.
   EXPECT_LT(m.shared_parameter_count(), s.shared_parameter_count());
 }
+
+TEST(Ippo, DecentralizedCriticLearnsTheBanditAndSeesOnlyTheActorInput) {
+  auto comm = dist::Comm::world();
+  MappoConfig cfg;
+  cfg.lr_actor = 3e-3;
+  cfg.rollout_steps = 32;
+  cfg.central_critic = false;
+  const auto spec = tiny_spec();
+  Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
+  EXPECT_EQ(m.name(), "ippo");
+  EXPECT_GT(train_bandit(m, comm, 30), 0.8);
+  // The critic's input is the actor's (own observation, public fields, id), not every agent's
+  // observations: with 8 agents, MAPPO's critic takes 8 x 2 + 8 = 24 inputs, IPPO's 2 + 8 + 8 = 18.
+  MappoConfig central;
+  Mappo c8(central, spec, comm, 8, 0, 8, 1, 3), i8(cfg, spec, comm, 8, 0, 8, 1, 3);
+  const int hidden = central.critic_hidden.front();
+  EXPECT_EQ(c8.shared_parameter_count() - i8.shared_parameter_count(), (24 - 18) * hidden);
+  // A MAPPO model does not load into IPPO (different critic), with a clear message.
+  const auto dir = test::temp_dir("ippo");
+  c8.save(dir + "/c.pt");
+  EXPECT_THROW(i8.load(dir + "/c.pt"), ConfigError);
+}

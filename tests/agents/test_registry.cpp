@@ -1,0 +1,18 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "agents/registry.hpp"
+#include "core/error.hpp"
+
+using namespace marlsched;
+
+TEST(Registry, EveryLearnerIsOneRowOfTheTable) {
+  const auto& names = learner_names();
+  for (const char* n : {"mappo", "ippo", "dqn", "tsdqn"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  LearnerConfigs cfg;
+  EXPECT_THROW(cfg.validate("nope"), ConfigError);
+  EXPECT_EQ(cfg.rollout_steps("ippo"), cfg.mappo.rollout_steps);
+  EXPECT_EQ(cfg.rollout_steps("tsdqn"), cfg.dqn.rollout_steps);
+}
