@@ -48,7 +48,7 @@ struct LearnerEntry {
 MappoConfig mappo_config(const LearnerConfigs& c, bool central_critic) {
   MappoConfig m = c.mappo;
   m.device = c.device;
-  m.central_critic = central_critic;
+  if (!central_critic) m.critic = "local";
   return m;
 }
 DqnConfig dqn_config(const LearnerConfigs& c) {
@@ -59,7 +59,13 @@ DqnConfig dqn_config(const LearnerConfigs& c) {
 
 LearnerEntry mappo_family(const std::string& name, bool central_critic) {
   return {name,
-          [](const LearnerConfigs& c) { c.mappo.validate(); },
+          [central_critic](const LearnerConfigs& c) {
+            c.mappo.validate();
+            MARLSCHED_REQUIRE(central_critic || c.mappo.critic == "concat",
+                              "--critic " << c.mappo.critic
+                                          << ": IPPO's critics are decentralized (each sees its "
+                                             "own actor's input); use --algo mappo");
+          },
           [](const LearnerConfigs&, const EnvSpec&) {},
           [](const LearnerConfigs& c) { return c.mappo.rollout_steps; },
           [](const LearnerConfigs& c) { return c.mappo.team_reward; },

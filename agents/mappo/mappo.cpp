@@ -34,6 +34,11 @@ void MappoConfig::bind(OptionBinder& b) {
   b.add("max-grad-norm", max_grad_norm, "global gradient norm clip (actor and critic separately)");
   b.add("actor-hidden", actor_hidden, "actor hidden layer sizes");
   b.add("critic-hidden", critic_hidden, "critic hidden layer sizes");
+  b.add("critic", critic,
+        "critic input: concat (every agent's observation and the agent id; grows with the agent "
+        "count) or pooled (own observation and the mean of a shared per-agent embedding; size "
+        "independent of the agent count)");
+  b.add("critic-embed", critic_embed, "embedding width of the pooled critic");
   b.add("share-actor", share_actor, "one actor shared by all agents (with agent-id input)");
   b.add("value-norm", value_norm, "normalise value targets with running moments");
   b.add("overlap-grads", overlap_grads,
@@ -63,6 +68,9 @@ void MappoConfig::validate() const {
                     "--actor-hidden and --critic-hidden need at least one layer");
   for (int h : actor_hidden) MARLSCHED_REQUIRE(h > 0, "--actor-hidden sizes must be positive");
   for (int h : critic_hidden) MARLSCHED_REQUIRE(h > 0, "--critic-hidden sizes must be positive");
+  MARLSCHED_REQUIRE(critic == "concat" || critic == "pooled" || critic == "local",
+                    "--critic must be concat or pooled, got '" << critic << "'");
+  MARLSCHED_REQUIRE(critic_embed >= 1, "--critic-embed must be >= 1, got " << critic_embed);
   MARLSCHED_REQUIRE(team_reward >= 0 && team_reward <= 1, "--team-reward must be in [0, 1]");
   MARLSCHED_REQUIRE(rollout_steps >= 1, "--rollout-steps must be >= 1");
 }
@@ -78,6 +86,8 @@ struct Mappo::Impl {
   const dist::Comm& comm;
   torch::Device dev;
   int n, first, k, e, d, pub, na, ain, cin;
+  bool pooled;  // --critic pooled: critic_enc embeds each agent's observation, critic is the head
+  Mlp critic_enc{nullptr};
   std::vector<Mlp> actors;
   Mlp critic{nullptr};
   std::unique_ptr<torch::optim::Adam> actor_opt, critic_opt;
@@ -96,6 +106,8 @@ struct Mappo::Impl {
   int steps = 0;
   // Last act() inputs (so that record() can pair them).
   std::vector<float> last_x, last_c, last_logp, last_value;
+  // Pooled critic: every agent's observations per (step, copy) once, not per local agent row.
+  std::vector<float> gobs, last_g;
   std::vector<std::int64_t> last_act;
 
   Impl(const MappoConfig& cf, const EnvSpec& sp, const dist::Comm& cm, int num_agents,
@@ -112,7 +124,10 @@ struct Mappo::Impl {
         pub(sp.num_public),
         na(sp.num_actions()),
         ain(nn::agent_input_dim(sp, num_agents)),
-        cin(cf.central_critic ? d * num_agents + num_agents : ain),
+        cin(cf.critic == "local"    ? ain
+            : cf.critic == "pooled" ? d
+                                    : d * num_agents + num_agents),
+        pooled(cf.critic == "pooled"),
         sample_rng(derive_seed(seed, {0xAC7, static_cast<std::uint64_t>(cm.rank())})),
         shuffle_rng(derive_seed(seed, {0x5F1, static_cast<std::uint64_t>(cm.rank())})) {
     // Same torch seed on every rank: shared networks start identical (and are broadcast anyway).
@@ -125,20 +140,30 @@ struct Mappo::Impl {
       actors.emplace_back(ain, cfg.actor_hidden, na, 0.01);
     }
     torch::manual_seed(derive_seed(seed, {0xC217}) & 0x7FFFFFFFFFFFULL);
-    critic = Mlp(cin, cfg.critic_hidden, 1, 1.0);
+    critic = Mlp(pooled ? d + cfg.critic_embed : cin, cfg.critic_hidden, 1, 1.0);
+    if (pooled)
+      critic_enc = Mlp(d, std::vector<int>{cfg.critic_hidden.front()}, cfg.critic_embed, 1.0);
     dist::broadcast_parameters(shared_params(), comm);
     for (auto& a : actors) a->to(dev);
     critic->to(dev);
+    if (pooled) critic_enc->to(dev);
     actor_opt = std::make_unique<torch::optim::Adam>(
         params_of(actors), torch::optim::AdamOptions(cfg.lr_actor).eps(1e-5));
     critic_opt = std::make_unique<torch::optim::Adam>(
-        critic->parameters(), torch::optim::AdamOptions(cfg.lr_critic).eps(1e-5));
-    critic_grads = dist::GradBucket(critic->parameters());
+        critic_params(), torch::optim::AdamOptions(cfg.lr_critic).eps(1e-5));
+    critic_grads = dist::GradBucket(critic_params());
     actor_grads = dist::GradBucket(params_of(actors));
   }
 
-  std::vector<torch::Tensor> shared_params() const {
+  std::vector<torch::Tensor> critic_params() const {
     std::vector<torch::Tensor> p = critic->parameters();
+    if (pooled)
+      for (auto& t : critic_enc->parameters()) p.push_back(t);
+    return p;
+  }
+
+  std::vector<torch::Tensor> shared_params() const {
+    std::vector<torch::Tensor> p = critic_params();
     if (cfg.share_actor)
       for (auto& t : actors[0]->parameters()) p.push_back(t);
     return p;
@@ -148,8 +173,12 @@ struct Mappo::Impl {
   void build_inputs(const GlobalObs& g, int kk, float* xa, float* xc) const {
     const int self = first + kk;
     nn::agent_input(g, pub, self, xa);
-    if (!cfg.central_critic) {  // IPPO: the critic sees what the actor sees
+    if (cfg.critic == "local") {  // IPPO: the critic sees what the actor sees
       std::copy(xa, xa + ain, xc);
+      return;
+    }
+    if (pooled) {  // own observation; the others come through pack_groups()
+      std::copy(g.row(self), g.row(self) + d, xc);
       return;
     }
     std::copy(g.data, g.data + static_cast<std::ptrdiff_t>(n) * d, xc);
@@ -174,11 +203,35 @@ struct Mappo::Impl {
     return cfg.value_norm ? static_cast<float>(v * vnorm.std() + vnorm.mean) : v;
   }
 
-  /// Critic values (denormalised) for the rows of a critic-input buffer.
-  std::vector<float> values(std::vector<float>& xc, int rows) const {
+  /// Pooled critic: every copy's global observations, [copy][agent][obs] (zeros for a copy
+  /// without any, e.g. a terminal observation of a copy that did not end).
+  void pack_groups(const std::vector<GlobalObs>& global, std::vector<float>& g) const {
+    const auto per = static_cast<std::size_t>(n) * static_cast<std::size_t>(d);
+    g.assign(global.size() * per, 0.f);
+    for (std::size_t c = 0; c < global.size(); ++c)
+      if (global[c].data != nullptr) std::copy(global[c].data, global[c].data + per, &g[c * per]);
+  }
+
+  /// Critic output [rows] for critic inputs C [rows, cin]; the pooled critic also takes the
+  /// groups' global observations G [groups, n, d] and each row's group index into G.
+  torch::Tensor critic_forward(const torch::Tensor& C, const torch::Tensor& G,
+                               const torch::Tensor& group) const {
+    if (!pooled) return critic.ptr()->forward(C).squeeze(1);
+    auto emb = critic_enc.ptr()->forward(G.reshape({-1, d})).reshape({G.size(0), n, -1}).mean(1);
+    return critic.ptr()->forward(torch::cat({C, emb.index_select(0, group)}, 1)).squeeze(1);
+  }
+
+  /// Critic values (denormalised) for the rows of a critic-input buffer ([copy][k] rows; `gbuf`:
+  /// the copies' global observations, read by the pooled critic only).
+  std::vector<float> values(std::vector<float>& xc, int rows, std::vector<float>& gbuf) const {
     torch::NoGradGuard g;
     auto t = torch::from_blob(xc.data(), {rows, cin}, torch::kFloat32).to(dev);
-    auto v = nn::host(critic.ptr()->forward(t).squeeze(1));
+    torch::Tensor G, group;
+    if (pooled) {
+      G = torch::from_blob(gbuf.data(), {rows / k, n, d}, torch::kFloat32).to(dev);
+      group = torch::div(torch::arange(rows, torch::kInt64), k, "floor").to(dev);
+    }
+    auto v = nn::host(critic_forward(t, G, group));
     std::vector<float> out(static_cast<std::size_t>(rows));
     for (int i = 0; i < rows; ++i)
       out[static_cast<std::size_t>(i)] = denorm(v.data_ptr<float>()[i]);
@@ -194,7 +247,24 @@ struct Mappo::Impl {
       for (int kk = 0; kk < k; ++kk)
         build_inputs(global[static_cast<std::size_t>(cp)], kk, xa.data(),
                      xc.data() + static_cast<std::ptrdiff_t>(cp * k + kk) * cin);
-    return values(xc, rows);
+    std::vector<float> gbuf;
+    if (pooled) pack_groups(global, gbuf);
+    return values(xc, rows, gbuf);
+  }
+
+  /// TorchScript lines computing the critic's input `x` from `o` [b, num_agents, obs_dim] and
+  /// `agent`, for each kind of critic (the pooled one registers its encoder's weights here).
+  std::string critic_script(torch::jit::Module& mod) const {
+    if (cfg.critic == "local") return "    x = self.actor_input(o, agent)\n";
+    if (pooled)
+      return "    x = o.reshape(b * self.num_agents, self.obs_dim)\n" +
+             nn::script_mlp(mod, "critic_enc", critic_enc, "    ") +
+             "    emb = out.reshape(b, self.num_agents, -1).mean(1)\n"
+             "    x = torch.cat([o[:, agent, :], emb], 1)\n";
+    return R"(    onehot = torch.zeros(b, self.num_agents, dtype=o.dtype)
+    onehot[:, agent] = 1.0
+    x = torch.cat([o.reshape(b, self.num_agents * self.obs_dim), onehot], 1)
+)";
   }
 
   torch::Tensor local_agent_index(int rows) const {
@@ -213,7 +283,7 @@ Mappo::Mappo(const MappoConfig& cfg, const EnvSpec& spec, const dist::Comm& comm
 Mappo::~Mappo() = default;
 
 std::string Mappo::name() const {
-  return impl_->cfg.central_critic ? "mappo" : "ippo";
+  return impl_->cfg.critic == "local" ? "ippo" : "mappo";
 }
 
 void Mappo::set_training(bool t) {
@@ -265,7 +335,10 @@ void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
     m.last_act[static_cast<std::size_t>(r)] = a;
     m.last_logp[static_cast<std::size_t>(r)] = row[a];
   }
-  if (m.training) m.last_value = m.values(m.last_c, rows);
+  if (m.training) {
+    if (m.pooled) m.pack_groups(in.global, m.last_g);
+    m.last_value = m.values(m.last_c, rows, m.last_g);
+  }
 }
 
 const std::vector<float>& Mappo::last_log_probs() const {
@@ -282,6 +355,7 @@ void Mappo::record(const StepFeedback& fb) {
   MARLSCHED_CHECK(static_cast<int>(fb.reward.size()) == rows, "feedback has wrong size");
   m.x.insert(m.x.end(), m.last_x.begin(), m.last_x.end());
   m.c.insert(m.c.end(), m.last_c.begin(), m.last_c.end());
+  m.gobs.insert(m.gobs.end(), m.last_g.begin(), m.last_g.end());
   m.act.insert(m.act.end(), m.last_act.begin(), m.last_act.end());
   m.logp.insert(m.logp.end(), m.last_logp.begin(), m.last_logp.end());
   m.value.insert(m.value.end(), m.last_value.begin(), m.last_value.end());
@@ -370,6 +444,11 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   // One copy of the rollout to the device (none on the CPU); minibatches index it there.
   auto X = torch::from_blob(m.x.data(), {M, m.ain}, torch::kFloat32).to(m.dev);
   auto C = torch::from_blob(m.c.data(), {M, m.cin}, torch::kFloat32).to(m.dev);
+  torch::Tensor G, GROUP;  // pooled critic: groups' observations, each row's group
+  if (m.pooled) {
+    G = torch::from_blob(m.gobs.data(), {M / m.k, m.n, m.d}, torch::kFloat32).to(m.dev);
+    GROUP = torch::div(torch::arange(M, torch::kInt64), m.k, "floor").to(m.dev);
+  }
   auto A = torch::from_blob(m.act.data(), {M}, torch::kInt64).to(m.dev);
   auto OLD = torch::from_blob(m.logp.data(), {M}, torch::kFloat32).to(m.dev);
   auto ADV = torch::from_blob(adv.data(), {M}, torch::kFloat32).to(m.dev);
@@ -377,7 +456,7 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   auto AG = m.local_agent_index(M);  // row index within a step is copy*K + k
 
   const auto actor_params = params_of(m.actors);
-  const auto critic_params = m.critic->parameters();
+  const auto critic_params = m.critic_params();
   const int mb = std::max(1, M / m.cfg.minibatches);
   std::vector<std::int64_t> perm(static_cast<std::size_t>(M));
   int updates = 0;
@@ -402,7 +481,13 @@ UpdateStats Mappo::update(const PolicyInput& last) {
       auto surr = torch::min(ratio * adv_b,
                              torch::clamp(ratio, 1.0 - m.cfg.clip, 1.0 + m.cfg.clip) * adv_b);
       auto policy_loss = -surr.mean();
-      auto v = m.critic.ptr()->forward(C.index_select(0, idx)).squeeze(1);
+      torch::Tensor v;
+      if (m.pooled) {  // embed each group of the minibatch once, for all its rows
+        auto [groups, inverse] = torch::_unique(GROUP.index_select(0, idx), true, true);
+        v = m.critic_forward(C.index_select(0, idx), G.index_select(0, groups), inverse);
+      } else {
+        v = m.critic_forward(C.index_select(0, idx), G, GROUP);
+      }
       auto value_loss = torch::nn::functional::huber_loss(
           v, TGT.index_select(0, idx),
           torch::nn::functional::HuberLossFuncOptions().delta(m.cfg.huber_delta));
@@ -453,6 +538,7 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   for (double v : s) st.values.push_back(v / div);
   m.x.clear();
   m.c.clear();
+  m.gobs.clear();
   m.act.clear();
   m.logp.clear();
   m.value.clear();
@@ -512,12 +598,7 @@ def value(self, obs: Tensor, agent: int) -> Tensor:
     single = obs.dim() == 2
     o = obs.unsqueeze(0) if single else obs
     b = o.size(0)
-)"
-        << (m0.cfg.central_critic ? R"(    onehot = torch.zeros(b, self.num_agents, dtype=o.dtype)
-    onehot[:, agent] = 1.0
-    x = torch.cat([o.reshape(b, self.num_agents * self.obs_dim), onehot], 1)
-)"
-                                  : "    x = self.actor_input(o, agent)\n")
+)" << m0.critic_script(mod)
         << script_mlp(mod, "critic", m0.critic, "    ")
         << R"(    v = out.squeeze(-1) * self.value_std + self.value_mean
     return v[0] if single else v
@@ -545,6 +626,11 @@ void Mappo::save(const std::string& path) const {
   torch::serialize::OutputArchive cs, ao, co;
   m.critic->save(cs);
   ar.write("critic", cs);
+  if (m.pooled) {
+    torch::serialize::OutputArchive es;
+    m.critic_enc->save(es);
+    ar.write("critic_enc", es);
+  }
   m.actor_opt->save(ao);
   ar.write("actor_opt", ao);
   m.critic_opt->save(co);
@@ -591,6 +677,11 @@ void Mappo::load_impl(const std::string& path) {
   torch::serialize::InputArchive cs, ao, co;
   ar.read("critic", cs);
   m.critic->load(cs);
+  if (m.pooled) {
+    torch::serialize::InputArchive es;
+    ar.read("critic_enc", es);
+    m.critic_enc->load(es);
+  }
   ar.read("actor_opt", ao);
   m.actor_opt->load(ao);
   ar.read("critic_opt", co);

@@ -45,9 +45,12 @@ struct MappoConfig {
   bool overlap_grads = true;
   /// Where the networks and batches live (LearnerConfigs binds --device; see nn::check_device).
   std::string device = "cpu";
-  /// The critic: centralized, V(every agent's observation, agent id) (MAPPO); or decentralized,
-  /// V(the agent's own actor input) (IPPO). Set by the algorithm's name (agents/registry.cpp).
-  bool central_critic = true;
+  /// The critic's input (--critic): "concat", V(every agent's observation, agent id), whose
+  /// size grows with the agent count; "pooled", V(own observation, mean over all agents of a
+  /// shared embedding of each agent's observation), whose size does not; "local" (IPPO, set by
+  /// the algorithm's name in agents/registry.cpp), V(the agent's own actor input).
+  std::string critic = "concat";
+  int critic_embed = 64;     ///< embedding width of the pooled critic
   double team_reward = 1.0;  ///< reward = (1-β)·own + β·mean over agents
   int rollout_steps = 96;
 

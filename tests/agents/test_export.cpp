@@ -140,7 +140,7 @@ TEST(Export, SeparateActorsFromSeveralRanksAreGathered) {
 TEST(Export, IppoDecentralizedCriticMatchesTheTrainer) {
   dist::Comm self(MPI_COMM_SELF, false);
   MappoConfig cfg;
-  cfg.central_critic = false;
+  cfg.critic = "local";
   cfg.actor_hidden = {8};
   cfg.critic_hidden = {8};
   const int n = 3, d = 5;
@@ -149,6 +149,23 @@ TEST(Export, IppoDecentralizedCriticMatchesTheTrainer) {
   const std::string path = dir + "/policy.pt";
   Mappo::export_torchscript({&m}, path, "{}", true);
   const auto cases = expected({{&m, 0}, {&m, 1}, {&m, 2}}, n, d, n, 6, 7);
+  check_in_libtorch(path, cases, n, d);
+  check_in_python(path, cases, n, d, dir);
+}
+
+TEST(Export, PooledCriticMatchesTheTrainer) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  MappoConfig cfg;
+  cfg.critic = "pooled";
+  cfg.critic_embed = 6;
+  cfg.actor_hidden = {8};
+  cfg.critic_hidden = {8};
+  const int n = 4, d = 5;
+  Mappo m(cfg, spec(), self, n, 0, n, 1, 19);
+  const auto dir = test::temp_dir("export-pooled");
+  const std::string path = dir + "/policy.pt";
+  Mappo::export_torchscript({&m}, path, "{}", true);
+  const auto cases = expected({{&m, 0}, {&m, 1}, {&m, 2}, {&m, 3}}, n, d, n, 8, 9);
   check_in_libtorch(path, cases, n, d);
   check_in_python(path, cases, n, d, dir);
 }
