@@ -2,7 +2,7 @@
 # Scaling of the default training run (launch/configs/default.toml: MAPPO on geodc, trajectories
 # and TensorBoard on), two series:
 #   ranks   1, 2, 4, 8 ranks x 1 agent each (weak scaling: the work per rank is fixed)
-#   agents  2 ranks x 1, 4, 16, 32 agents each (2 to 64 agents)
+#   agents  2 ranks x 1, 4, 16, 32 agents each (2 to 64 agents; PER_RANK="4 16 64" for others)
 # For each run it prints the time per iteration, env agent-steps/s, the trainer's own time split
 # (slowest rank, % of wall: env, exchange, gather, act, update, allreduce, logging), the peak RSS
 # of the largest rank, and an efficiency:
@@ -74,9 +74,11 @@ if [[ $SERIES == all || $SERIES == ranks ]]; then
 fi
 if [[ $SERIES == all || $SERIES == agents ]]; then
   base_a=0
-  for k in 1 4 16 32; do
+  first=1
+  for k in ${PER_RANK:-1 4 16 32}; do
     run agents 2 "$k" 0 "$base_a" "$@"
-    ((k == 1)) && base_a=$(cut -d' ' -f2 "$OUT/last")
+    ((first)) && base_a=$(cut -d' ' -f2 "$OUT/last")
+    first=0
   done
 fi
 echo "($cores cores; ranks above $cores oversubscribed; $ITER iterations per run)"
