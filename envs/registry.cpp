@@ -1,6 +1,7 @@
 #include "registry.hpp"
 
 #include "aset/aset.hpp"
+#include "coop/coop.hpp"
 #include "core/error.hpp"
 #include "geodc/geodc.hpp"
 #include "lstcb/lstcb.hpp"
@@ -73,6 +74,24 @@ class LstcbFactory final : public EnvFactory {
   int n_;
 };
 
+class CoopFactory final : public EnvFactory {
+ public:
+  explicit CoopFactory(const coop::Config& cfg)
+      : spec_(std::make_shared<EnvSpec>(coop::make_spec(cfg))) {}
+  const EnvSpec& spec() const override { return *spec_; }
+  std::unique_ptr<Shard> make_shard(int agent) const override {
+    return std::make_unique<coop::Shard>(spec_, agent);
+  }
+  std::vector<std::pair<std::string, double>> summarize(
+      const std::map<std::string, double>& counters) const override {
+    const double d = counters.count("decisions") ? counters.at("decisions") : 0.0;
+    return {{"match_rate", d > 0 ? counters.at("matches") / d : 0.0}};
+  }
+
+ private:
+  std::shared_ptr<const EnvSpec> spec_;
+};
+
 }  // namespace
 
 const std::vector<EnvEntry>& env_registry() {
@@ -93,6 +112,13 @@ const std::vector<EnvEntry>& env_registry() {
        [] { return std::make_unique<lstcb::Config>(); },
        [](const EnvConfig& c, int n) -> std::unique_ptr<EnvFactory> {
          return std::make_unique<LstcbFactory>(dynamic_cast<const lstcb::Config&>(c), n);
+       }},
+      {"coop",
+       "a tiny cooperative test task with a known optimum: every agent must copy the leader's "
+       "public signal (for testing learners)",
+       [] { return std::make_unique<coop::Config>(); },
+       [](const EnvConfig& c, int) -> std::unique_ptr<EnvFactory> {
+         return std::make_unique<CoopFactory>(dynamic_cast<const coop::Config&>(c));
        }},
   };
   return table;

@@ -103,7 +103,8 @@ const std::vector<BaselineSet>& baseline_table() {
   static const std::vector<BaselineSet> table = {
       {"geodc", geodc_names, make_geodc},
       {"aset", edge_heuristic_names, make_edge_heuristic},
-      {"lstcb", batch_heuristic_names, make_batch_heuristic}};
+      {"lstcb", batch_heuristic_names, make_batch_heuristic},
+      {"coop", coop_heuristic_names, make_coop_heuristic}};
   return table;
 }
 

@@ -16,7 +16,9 @@
 /// least-loaded, random-proportional.
 ///
 /// lstcb (batching baselines; see batch_heuristics.cpp): no-batching, fixed-batch,
-/// timeout-batching, aimd.
+/// timeout-batching, aimd, slack-batching.
+///
+/// coop (the learners' test task; see coop_heuristics.cpp): random, follow-leader.
 
 #include <memory>
 #include <string>
@@ -39,6 +41,10 @@ const std::vector<std::string>& batch_heuristic_names();
 std::unique_ptr<Policy> make_batch_heuristic(const std::string& name, const EnvSpec& spec,
                                              std::uint64_t seed);
 
+/// The coop test task's baselines (coop_heuristics.cpp): random, follow-leader (the optimum).
+const std::vector<std::string>& coop_heuristic_names();
+std::unique_ptr<Policy> make_coop_heuristic(const std::string& name, const EnvSpec& spec,
+                                            std::uint64_t seed);
 /// The aset baselines (edge_heuristics.cpp).
 const std::vector<std::string>& edge_heuristic_names();
 std::unique_ptr<Policy> make_edge_heuristic(const std::string& name, const EnvSpec& spec,

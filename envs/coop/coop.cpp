@@ -1,0 +1,111 @@
+#include "coop/coop.hpp"
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/serialize.hpp"
+
+namespace marlsched::coop {
+
+namespace {
+constexpr std::uint32_t kMagic = 0xC0095A7Eu;
+}
+
+void Config::bind(OptionBinder& b) {
+  b.add("coop-actions", actions, "coop: actions (and signal values) per agent");
+  b.add("coop-steps", steps, "coop: steps per episode");
+}
+
+void Config::validate(int num_agents) const {
+  MARLSCHED_REQUIRE(actions >= 2, "--coop-actions must be >= 2, got " << actions);
+  MARLSCHED_REQUIRE(steps >= 1, "--coop-steps must be >= 1, got " << steps);
+  MARLSCHED_REQUIRE(num_agents >= 1, "coop needs at least one agent");
+}
+
+EnvSpec make_spec(const Config& cfg) {
+  EnvSpec s;
+  s.name = "coop";
+  s.obs_fields = {"signal", "noise"};
+  s.num_public = 1;
+  for (int a = 0; a < cfg.actions; ++a) s.action_names.push_back("pick" + std::to_string(a));
+  s.reward_components = {"match"};
+  s.episode_length = cfg.steps;
+  return s;
+}
+
+Shard::Shard(std::shared_ptr<const EnvSpec> spec, int agent)
+    : spec_(std::move(spec)), agent_(agent), actions_(spec_->num_actions()) {}
+
+void Shard::draw() {
+  signal_ = static_cast<int>(rng_.below(static_cast<std::uint64_t>(actions_)));
+  noise_ = rng_.uniform();
+}
+
+void Shard::reset(std::uint64_t /*world_seed*/, std::uint64_t shard_seed) {
+  rng_.seed(shard_seed);
+  step_ = 0;
+  draw();
+}
+
+void Shard::observe(float* out) const {
+  out[0] = static_cast<float>(signal_) / static_cast<float>(actions_ - 1);
+  out[1] = static_cast<float>(noise_);
+}
+
+void Shard::act(int action, const GlobalObs& global, std::vector<WorkRecord>& /*outbox*/) {
+  MARLSCHED_REQUIRE(action >= 0 && action < actions_,
+                    "coop action " << action << " out of range [0, " << actions_ << ")");
+  MARLSCHED_CHECK(global.data != nullptr && global.num_agents >= 1, "coop needs the leader");
+  const int leader = static_cast<int>(std::lround(global.row(0)[0] * (actions_ - 1)));
+  match_ = action == leader ? 1.0 : 0.0;
+}
+
+StepOutcome Shard::advance() {
+  StepOutcome o;
+  o.reward = match_;
+  o.components = {match_};
+  matches_ += match_;
+  decisions_ += 1;
+  ++step_;
+  o.truncated = step_ >= spec_->episode_length;
+  draw();
+  return o;
+}
+
+void Shard::receive(const WorkRecord& /*record*/) {
+  MARLSCHED_THROW(InputError, "coop shards exchange no work");
+}
+
+std::map<std::string, double> Shard::counters() const {
+  return {{"matches", matches_}, {"decisions", decisions_}};
+}
+
+std::vector<std::byte> Shard::save_state() const {
+  ByteWriter w;
+  w.put(kMagic);
+  w.put<std::int32_t>(agent_);
+  w.put_string(write_states({&rng_}));
+  w.put_vector(std::vector<std::int32_t>{signal_, step_});
+  w.put_vector(std::vector<double>{noise_, match_, matches_, decisions_});
+  return w.bytes();
+}
+
+void Shard::load_state(const std::vector<std::byte>& state) {
+  ByteReader r(state.data(), state.size(), "coop shard state");
+  if (r.get<std::uint32_t>() != kMagic || r.get<std::int32_t>() != agent_)
+    MARLSCHED_THROW(InputError, "coop shard state: wrong magic or agent");
+  if (!read_states(r.get_string(), {&rng_}))
+    MARLSCHED_THROW(InputError, "coop shard state: bad RNG state");
+  const auto iv = r.get_vector<std::int32_t>();
+  const auto dv = r.get_vector<double>();
+  if (iv.size() != 2 || dv.size() != 4 || !r.done())
+    MARLSCHED_THROW(InputError, "coop shard state: wrong layout");
+  signal_ = iv[0];
+  step_ = iv[1];
+  noise_ = dv[0];
+  match_ = dv[1];
+  matches_ = dv[2];
+  decisions_ = dv[3];
+}
+
+}  // namespace marlsched::coop
