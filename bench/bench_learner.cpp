@@ -96,10 +96,6 @@ BENCHMARK(BM_DqnUpdate)
     ->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
-  dist::Session session(&argc, &argv);
-  torch::set_num_threads(1);
-  auto comm = dist::Comm::world();
-  g_comm = &comm;
-  bench::run_benchmarks(&argc, argv, comm);
-  return 0;
+  return bench::mpi_benchmark_main(argc, argv, g_comm,
+                                   [](const dist::Comm&) { torch::set_num_threads(1); });
 }

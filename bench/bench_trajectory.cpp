@@ -148,11 +148,8 @@ BENCHMARK(BM_Raw_Write) MARLSCHED_CASES;
 BENCHMARK(BM_Raw_WriteFsync) MARLSCHED_CASES;
 
 int main(int argc, char** argv) {
-  dist::Session session(&argc, &argv);
-  auto comm = dist::Comm::world();
-  g_comm = &comm;
-  if (comm.is_root()) std::filesystem::create_directories(bench_dir());
-  comm.barrier();
-  bench::run_benchmarks(&argc, argv, comm);
-  return 0;
+  return bench::mpi_benchmark_main(argc, argv, g_comm, [](const dist::Comm& comm) {
+    if (comm.is_root()) std::filesystem::create_directories(bench_dir());
+    comm.barrier();
+  });
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <vector>
 
 #include "dist/comm.hpp"
@@ -83,6 +84,19 @@ inline void run_benchmarks(int* argc, char** argv, const dist::Comm& comm) {
     benchmark::RunSpecifiedBenchmarks(&quiet);
   }
   benchmark::Shutdown();
+}
+
+/// main() of an MPI benchmark program: starts MPI, points `global` at the world communicator,
+/// runs `setup` (e.g. thread counts, directories) and every benchmark.
+inline int mpi_benchmark_main(int argc, char** argv, dist::Comm*& global,
+                              const std::function<void(const dist::Comm&)>& setup = {}) {
+  dist::Session session(&argc, &argv);
+  auto comm = dist::Comm::world();
+  global = &comm;
+  if (setup) setup(comm);
+  run_benchmarks(&argc, argv, comm);
+  global = nullptr;
+  return 0;
 }
 
 }  // namespace marlsched::bench

@@ -46,13 +46,20 @@ double train_bandit(Mappo& m, const dist::Comm& comm, int iterations) {
   }
   return m.action_probs(in.global[0], 0)[2];
 }
+
+/// The bandit tests' learner settings, with the named critic.
+MappoConfig bandit_config(const std::string& critic = "concat") {
+  MappoConfig cfg;
+  cfg.lr_actor = 3e-3;
+  cfg.rollout_steps = 32;
+  cfg.critic = critic;
+  return cfg;
+}
 }  // namespace
 
 TEST(Mappo, LearnsABanditWithAKnownOptimum) {
   auto comm = dist::Comm::world();
-  MappoConfig cfg;
-  cfg.lr_actor = 3e-3;
-  cfg.rollout_steps = 32;
+  const MappoConfig cfg = bandit_config();
   const auto spec = tiny_spec();
   Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
   std::vector<float> obs = {0.5f, -0.5f};
@@ -102,10 +109,7 @@ TEST(Mappo, SeparateActorsPerAgentWhenNotShared) {
 
 TEST(Ippo, DecentralizedCriticLearnsTheBanditAndSeesOnlyTheActorInput) {
   auto comm = dist::Comm::world();
-  MappoConfig cfg;
-  cfg.lr_actor = 3e-3;
-  cfg.rollout_steps = 32;
-  cfg.critic = "local";
+  const MappoConfig cfg = bandit_config("local");
   const auto spec = tiny_spec();
   Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
   EXPECT_EQ(m.name(), "ippo");
@@ -162,10 +166,7 @@ TEST(PooledCritic, SizeIsIndependentOfTheAgentCountAndOrderOfOthers) {
 
 TEST(PooledCritic, LearnsTheBanditAndRoundTripsThroughAModelFile) {
   auto comm = dist::Comm::world();
-  MappoConfig cfg;
-  cfg.lr_actor = 3e-3;
-  cfg.rollout_steps = 32;
-  cfg.critic = "pooled";
+  const MappoConfig cfg = bandit_config("pooled");
   const auto spec = tiny_spec();
   Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
   EXPECT_GT(train_bandit(m, comm, 30), 0.8);
