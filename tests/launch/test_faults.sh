@@ -65,6 +65,16 @@ for sig in TERM INT; do
   pass "SIG$sig ($( [ $sig = TERM ] && echo every rank || echo one rank)): checkpoint $last, exit 75, resume matches"
 done
 
+# unmount DIR: the ranks of a failed job may still be closing their files when mpirun returns
+# (seen under load: "target is busy"), so retry for up to 30 s.
+unmount() {
+  for _ in $(seq 60); do
+    umount "$1" 2> /dev/null && return 0
+    sleep 0.5
+  done
+  fail "cannot unmount $1: $(umount "$1" 2>&1)"
+}
+
 # 3. The disk fills up during the run (a 2 MiB tmpfs; needs mount rights, skipped otherwise).
 mkdir -p small
 if mount -t tmpfs -o size=2m tmpfs small 2> /dev/null; then
@@ -77,7 +87,7 @@ if mount -t tmpfs -o size=2m tmpfs small 2> /dev/null; then
   good=$(ls small/run/checkpoints | grep -v tmp | tail -1)
   [ -n "$good" ] || fail "disk full: no complete checkpoint was left"
   cp -r small/run fullcopy
-  umount small
+  unmount small
   mpi 2 "$BIN" train --resume fullcopy --iterations 12 --checkpoint-every 4 > fullcopy.log \
     || fail "disk full: the last good checkpoint does not resume: $(cat fullcopy.log)"
   grep -q "resuming from fullcopy/checkpoints/$good" fullcopy.log || fail "disk full: $(cat fullcopy.log)"
@@ -89,7 +99,7 @@ if mount -t tmpfs -o size=2m tmpfs small 2> /dev/null; then
   trap 'umount "$WORK/ro" 2> /dev/null || true; rm -rf "$WORK"' EXIT
   expect_error "read-only run directory" 2 "Read-only file system" -- \
     mpi 2 "$BIN" "${ARGS[@]}" --iterations 2 --run-dir ro/run
-  umount ro
+  unmount ro
 else
   echo "skip: full-disk and read-only checks need 'mount -t tmpfs' (not permitted here)"
 fi
