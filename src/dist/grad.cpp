@@ -62,10 +62,7 @@ void GradBucket::bind() {
 void GradBucket::zero() {
   MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket zeroed while its allreduce runs");
   bind();
-  if (host_.defined())
-    flat_.zero_();
-  else
-    std::memset(data_, 0, sizeof(float) * static_cast<std::size_t>(n_));
+  flat_.zero_();
   prescaled_ = 0;
 }
 
@@ -101,13 +98,7 @@ void GradBucket::start(const Comm& comm) {
 void GradBucket::finish() {
   if (req_ != MPI_REQUEST_NULL) MARLSCHED_MPI_CHECK(MPI_Wait(&req_, MPI_STATUS_IGNORE));
   if (ranks_ > 1 && n_ > 0 && host_.defined()) flat_.copy_(host_);
-  if (ranks_ > 1 && prescaled_ != ranks_) {
-    const float inv = 1.0f / static_cast<float>(ranks_);
-    if (host_.defined())
-      flat_.mul_(inv);
-    else
-      for (std::int64_t i = 0; i < n_; ++i) data_[i] *= inv;
-  }
+  if (ranks_ > 1 && prescaled_ != ranks_) flat_.mul_(1.0f / static_cast<float>(ranks_));
   ranks_ = 1;
 }
 

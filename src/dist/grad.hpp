@@ -31,9 +31,7 @@ class GradBucket {
   GradBucket& operator=(const GradBucket&) = delete;
   ~GradBucket();
 
-  std::int64_t numel() const { return n_; }
-  const std::vector<torch::Tensor>& params() const { return params_; }
-  /// Sets every gradient to zero in place (one memset; keeps the binding).
+  /// Sets every gradient to zero in place (one fill of the buffer; keeps the binding).
   void zero();
   /// loss.backward() with the gradient seed 1/size instead of 1, so that the ranks' sum is
   /// already their mean and average() need not pass over the buffer again (the same result, bit
@@ -47,7 +45,6 @@ class GradBucket {
   /// Between the two, the gradients must not be read or written.
   void start(const Comm& comm);
   void finish();
-  bool in_flight() const { return req_ != MPI_REQUEST_NULL; }
 
  private:
   void bind();
