@@ -512,9 +512,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
 
   // The slowest rank's time split.
   const StepTimes& w = world.times();
-  double split[7] = {w.env, w.exchange, w.gather, t_act, t_update, t_allreduce, t_log};
-  double mx[8] = {split[0], split[1], split[2], split[3],
-                  split[4], split[5], split[6], peak_rss_mib()};
+  double mx[8] = {w.env, w.exchange, w.gather, t_act, t_update, t_allreduce, t_log, peak_rss_mib()};
   comm.allreduce_max(mx, 8);
   const double peak_rss = mx[7];
   if (root && start_iteration > run.iterations) {
