@@ -106,7 +106,8 @@ torch::Tensor string_tensor(const std::string& s) {
 }
 
 std::string tensor_string(const torch::Tensor& t) {
-  return std::string(static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.numel()));
+  const auto h = host(t);  // a model loaded onto a GPU keeps its text there too
+  return std::string(static_cast<const char*>(h.data_ptr()), static_cast<std::size_t>(h.numel()));
 }
 
 void check_device(const std::string& name) {

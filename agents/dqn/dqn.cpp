@@ -532,7 +532,7 @@ void Dqn::load_impl(std::istream& in, const std::string& path) {
   }
   torch::Tensor rt;
   ar.read("rng", rt);
-  MARLSCHED_REQUIRE(read_states(nn::tensor_string(nn::host(rt)), {&m.explore_rng, &m.sample_rng}),
+  MARLSCHED_REQUIRE(read_states(nn::tensor_string(rt), {&m.explore_rng, &m.sample_rng}),
                     "model '" << path << "': bad RNG state");
 }
 
