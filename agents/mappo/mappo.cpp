@@ -87,6 +87,7 @@ struct Mappo::Impl {
   torch::Device dev;
   int n, first, k, e, d, pub, na, ain, cin;
   bool pooled;  // --critic pooled: critic_enc embeds each agent's observation, critic is the head
+  bool local;   // IPPO (--critic local): the critic reads the actor's input
   Mlp critic_enc{nullptr};
   std::vector<Mlp> actors;
   Mlp critic{nullptr};
@@ -128,6 +129,7 @@ struct Mappo::Impl {
             : cf.critic == "pooled" ? d
                                     : d * num_agents + num_agents),
         pooled(cf.critic == "pooled"),
+        local(cf.critic == "local"),
         sample_rng(derive_seed(seed, {0xAC7, static_cast<std::uint64_t>(cm.rank())})),
         shuffle_rng(derive_seed(seed, {0x5F1, static_cast<std::uint64_t>(cm.rank())})) {
     // Same torch seed on every rank: shared networks start identical (and are broadcast anyway).
@@ -173,7 +175,7 @@ struct Mappo::Impl {
   void build_inputs(const GlobalObs& g, int kk, float* xa, float* xc) const {
     const int self = first + kk;
     nn::agent_input(g, pub, self, xa);
-    if (cfg.critic == "local") {  // IPPO: the critic sees what the actor sees
+    if (local) {  // IPPO: the critic sees what the actor sees
       std::copy(xa, xa + ain, xc);
       return;
     }
@@ -229,7 +231,7 @@ struct Mappo::Impl {
     torch::Tensor G, group;
     if (pooled) {
       G = torch::from_blob(gbuf.data(), {rows / k, n, d}, torch::kFloat32).to(dev);
-      group = torch::div(torch::arange(rows, torch::kInt64), k, "floor").to(dev);
+      group = group_index(rows);
     }
     auto v = nn::host(critic_forward(t, G, group));
     std::vector<float> out(static_cast<std::size_t>(rows));
@@ -255,7 +257,7 @@ struct Mappo::Impl {
   /// TorchScript lines computing the critic's input `x` from `o` [b, num_agents, obs_dim] and
   /// `agent`, for each kind of critic (the pooled one registers its encoder's weights here).
   std::string critic_script(torch::jit::Module& mod) const {
-    if (cfg.critic == "local") return "    x = self.actor_input(o, agent)\n";
+    if (local) return "    x = self.actor_input(o, agent)\n";
     if (pooled)
       return "    x = o.reshape(b * self.num_agents, self.obs_dim)\n" +
              nn::script_mlp(mod, "critic_enc", critic_enc, "    ") +
@@ -265,6 +267,11 @@ struct Mappo::Impl {
     onehot[:, agent] = 1.0
     x = torch.cat([o.reshape(b, self.num_agents * self.obs_dim), onehot], 1)
 )";
+  }
+
+  /// Each row's (step, copy) group, for rows [.. step][copy][k]: row / k.
+  torch::Tensor group_index(int rows) const {
+    return torch::div(torch::arange(rows, torch::kInt64), k, "floor").to(dev);
   }
 
   torch::Tensor local_agent_index(int rows) const {
@@ -283,7 +290,7 @@ Mappo::Mappo(const MappoConfig& cfg, const EnvSpec& spec, const dist::Comm& comm
 Mappo::~Mappo() = default;
 
 std::string Mappo::name() const {
-  return impl_->cfg.critic == "local" ? "ippo" : "mappo";
+  return impl_->local ? "ippo" : "mappo";
 }
 
 void Mappo::set_training(bool t) {
@@ -447,7 +454,7 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   torch::Tensor G, GROUP;  // pooled critic: groups' observations, each row's group
   if (m.pooled) {
     G = torch::from_blob(m.gobs.data(), {M / m.k, m.n, m.d}, torch::kFloat32).to(m.dev);
-    GROUP = torch::div(torch::arange(M, torch::kInt64), m.k, "floor").to(m.dev);
+    GROUP = m.group_index(M);
   }
   auto A = torch::from_blob(m.act.data(), {M}, torch::kInt64).to(m.dev);
   auto OLD = torch::from_blob(m.logp.data(), {M}, torch::kFloat32).to(m.dev);
@@ -693,7 +700,7 @@ void Mappo::load_impl(const std::string& path) {
   m.vnorm.m2 = vn[2].item<double>();
   torch::Tensor rt;
   ar.read("rng", rt);
-  MARLSCHED_REQUIRE(read_states(nn::tensor_string(nn::host(rt)), {&m.sample_rng, &m.shuffle_rng}),
+  MARLSCHED_REQUIRE(read_states(nn::tensor_string(rt), {&m.sample_rng, &m.shuffle_rng}),
                     "model '" << path << "': bad RNG state");
 }
 
