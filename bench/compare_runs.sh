@@ -9,6 +9,7 @@
 # Environment: MARLSCHED_NP ranks (default 4), REPEAT (default 2), EXTRA (more train args).
 set -euo pipefail
 source "$(dirname "$0")/../launch/env.sh"
+source "$(dirname "$0")/time_split.sh"
 BIN=$MARLSCHED_BUILD/launch/marlsched
 NP=${MARLSCHED_NP:-4}
 REPEAT=${REPEAT:-2}
@@ -26,11 +27,11 @@ for r in $(seq "$REPEAT"); do
     # shellcheck disable=SC2086  # ARGS and EXTRA are word lists
     mpirun "${extra[@]}" -n "$NP" "$BIN" train --config "$MARLSCHED_ROOT/launch/configs/default.toml" \
       --quiet --no-eval-after --run-dir "$run" ${args[$v]} ${EXTRA:-} > "$OUT/log-$v-$r"
-    split=$(grep "time split" "$OUT/log-$v-$r")
-    wall=$(sed -E 's/.*slowest rank, ([0-9.]+) s wall.*/\1/' <<<"$split")
+    split=$(split_line "$OUT/log-$v-$r")
+    wall=$(split_wall "$split")
     line="${names[$v]}, repeat $r: wall $wall s"
     for e in "${entries[@]}"; do
-      line+=", ${e//\\/} $(sed -E "s|.*$e ([0-9.]+)%.*|\1|" <<<"$split")%"
+      line+=", ${e//\\/} $(split_share "$split" "$e")%"
     done
     size=$(du -sb "$run/trajectories" 2>/dev/null | cut -f1 || true)
     echo "$line, trajectory bytes ${size:-0}"

@@ -18,6 +18,7 @@
 #   ITERATIONS per run (default 5); SERIES ranks|agents|all (default all).
 set -euo pipefail
 source "$(dirname "$0")/../launch/env.sh"
+source "$(dirname "$0")/time_split.sh"
 BIN=$MARLSCHED_BUILD/launch/marlsched
 ITER=${1:-5}
 SERIES=${2:-all}
@@ -45,13 +46,13 @@ run() {
     exit 1
   fi
   local split rss wall sps pcs=()
-  split=$(grep "time split" "$log")
+  split=$(split_line "$log")
   rss=$(sed -nE 's/^peak resident memory \(largest rank\): ([0-9]+) MiB/\1/p' "$log")
-  wall=$(sed -E 's/.*slowest rank, ([0-9.]+) s wall.*/\1/' <<<"$split")
-  sps=$(sed -E 's/.* s wall, ([0-9]+) env steps\/s.*/\1/' <<<"$split")
+  wall=$(split_wall "$split")
+  sps=$(split_steps "$split")
   for name in "env step" "work exchange \(alltoallv\)" "obs allgather" "policy forward" \
     "update fwd/bwd\+optim" "grad allreduce" "trajectory logging"; do
-    pcs+=("$(sed -E "s|.*$name ([0-9.]+)%.*|\1|" <<<"$split")")
+    pcs+=("$(split_share "$split" "$name")")
   done
   awk -v series="$series" -v np="$np" -v k="$k" -v agents="$agents" -v it="$ITER" -v bt="$base_t" \
     -v ba="$base_a" -v rss="$rss" -v wall="$wall" -v sps="$sps" -v pcs="${pcs[*]}" \
