@@ -23,3 +23,13 @@ done
 listing=$("$BIN" list)
 grep -q "least-loaded" <<<"$listing" || fail "list lacks baselines"
 pass "help and list"
+
+# --version names the revision of the source tree the binary was built from (refreshed at every
+# build by cmake/version.cmake, not frozen at configure time).
+if rev=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null); then
+  ver=$("$BIN" --version)
+  [[ "$ver" == *"($rev)"* || "$ver" == *"($rev-dirty)"* ]] || fail "--version says '$ver', the tree is at $rev"
+  pass "--version names the source revision ($ver)"
+else
+  echo "skip: $SRC is not a git checkout, so there is no revision to compare --version with"
+fi
