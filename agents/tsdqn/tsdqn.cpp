@@ -21,6 +21,9 @@ void TsdqnConfig::bind(OptionBinder& b) {
   b.add("ts-long-updates", long_updates, "gradient steps of the long head per iteration");
   b.add("ts-long-target-every", long_target_every, "long head: steps between target copies");
   b.add("ts-long-eps-decay", long_eps_decay, "windows of linear ε decay of the long head");
+  b.add("ts-long-gamma", long_gamma,
+        "long head: discount per window over plain window sums (0: dqn-gamma^window over "
+        "discounted sums, the exact semi-MDP)");
   b.add("ts-short-actions", short_actions,
         "short-timescale actions the short head chooses from, by name (empty: all the env's)");
 }
@@ -32,6 +35,8 @@ void TsdqnConfig::validate() const {
   MARLSCHED_REQUIRE(long_updates >= 0, "--ts-long-updates must be >= 0");
   MARLSCHED_REQUIRE(long_target_every >= 1, "--ts-long-target-every must be >= 1");
   MARLSCHED_REQUIRE(long_eps_decay >= 1, "--ts-long-eps-decay must be >= 1");
+  MARLSCHED_REQUIRE(long_gamma >= 0 && long_gamma <= 1,
+                    "--ts-long-gamma must be in [0, 1] (0: dqn-gamma^window)");
 }
 
 std::vector<int> TsdqnConfig::short_subset(const EnvSpec& spec) const {
@@ -72,7 +77,7 @@ DqnConfig TsdqnConfig::long_head(const DqnConfig& s, int window) const {
   l.updates = long_updates;
   l.target_every = long_target_every;
   l.eps_decay = long_eps_decay;
-  l.gamma = std::pow(s.gamma, window);
+  l.gamma = long_gamma > 0 ? long_gamma : std::pow(s.gamma, window);
   return l;
 }
 
@@ -104,7 +109,7 @@ struct TwoTimescaleDqn::Impl {
   std::unique_ptr<Dqn> lo, sh;
   int S, W, rows;
   std::vector<int> short_of;  // env short index of each short-head action
-  double gamma;
+  double gamma;               // in-window discount of the long head's reward
   bool training = true;
   bool long_open = false;     // the long head acted; its window is not recorded yet
   std::vector<int> long_act;  // the long decision in force, per row
@@ -130,7 +135,7 @@ TwoTimescaleDqn::TwoTimescaleDqn(const TsdqnConfig& ts, const DqnConfig& dqn, co
   m.S = spec.action_heads[1];
   m.W = spec.long_every;
   m.rows = copies * local_agents;
-  m.gamma = dqn.gamma;
+  m.gamma = ts.long_gamma > 0 ? 1.0 : dqn.gamma;
   m.long_spec = head_spec(spec, 0);
   m.short_of = ts.short_subset(spec);
   m.short_spec = head_spec(spec, 1, m.short_of);

@@ -5,7 +5,12 @@
 ///
 /// * A long-timescale head chooses the long action at the first step of every window of W
 ///   steps and keeps it for the window. It learns on window transitions (semi-MDP): its reward
-///   is the discounted sum Σ γ^t r_t over the window and its discount γ^W.
+///   is the discounted sum Σ γ^t r_t over the window and its discount γ^W (the exact semi-MDP
+///   of the short head's objective), or, with `--ts-long-gamma g` > 0, the plain sum of the
+///   window's rewards and the discount g per window: the long decision holds for the whole
+///   window, so every step of it counts the same, and the long head's horizon is set in windows
+///   (with γ = 0.95 per step the exact form weighs a 40-step window's last step 0.13 times its
+///   first and looks 0.95^40 = 0.13 of a window ahead).
 /// * A short-timescale head chooses the short action every step, seeing the long decision in
 ///   force through the observation.
 /// * Both heads are DQN learners (agents/dqn: target networks, replay, ε-greedy, double DQN)
@@ -31,7 +36,8 @@ struct TsdqnConfig {
   int long_warmup = 256;
   int long_updates = 8;  ///< gradient steps of the long head per iteration
   int long_target_every = 50;
-  int long_eps_decay = 100;                ///< windows of linear ε decay of the long head
+  int long_eps_decay = 100;  ///< windows of linear ε decay of the long head
+  double long_gamma = 0;     ///< discount per window, plain window sums (0: γ^W, discounted sums)
   std::vector<std::string> short_actions;  ///< the short head's choices (empty: all)
   void bind(OptionBinder& b);
   void validate() const;

@@ -143,3 +143,30 @@ TEST(Tsdqn, ShortHeadChoosesOnlyTheNamedShortActions) {
         << e.what();
   }
 }
+
+// With --ts-long-gamma g the long head learns on plain window sums discounted g per window: the
+// episodes are truncated (they bootstrap), so the greedy value approaches windows of 4 steps
+// paying 2 each, 8 / (1 - g) = 16 at g = 0.5; the exact semi-MDP form (γ = 0.5 per step inside
+// the window, 0.5^4 across) gives 2·(1 + 0.5 + 0.25 + 0.125) / (1 - 0.0625) = 4.
+TEST(Tsdqn, LongGammaDiscountsPlainWindowSums) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  for (const double g : {0.0, 0.5}) {
+    Factored f;
+    auto cfg = small();
+    cfg.tsdqn.long_gamma = g;
+    auto l = make_learner("tsdqn", cfg, f.spec, self, 1, 0, 1, 1, 3);
+    int step = 0;
+    train(*l, f, 120, step);
+    auto& ts = dynamic_cast<TwoTimescaleDqn&>(*l);
+    const auto q = ts.long_head().q_values(GlobalObs{f.obs.data(), 1, 2}, 0);
+    const float best = *std::max_element(q.begin(), q.end());
+    if (g > 0) {
+      EXPECT_NEAR(best, 16.0, 2.0) << "plain window sums, 0.5 per window";
+    } else {
+      EXPECT_NEAR(best, 4.0, 0.6) << "the exact semi-MDP discounting";
+    }
+  }
+  auto bad = small();
+  bad.tsdqn.long_gamma = 1.5;
+  EXPECT_THROW(bad.tsdqn.validate(), ConfigError);
+}
