@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # The cooperative batching env (LSTCB) end to end: the two-timescale DQN trained from
-# launch/configs/lstcb.toml uses less energy per inference than the timeout, AIMD and
-# no-batching baselines, violates the SLO for under 0.5 % of requests, and less often than
-# no-batching and fixed batching (docs/envs/lstcb.md has the whole comparison, including the
-# slack-batching baseline, which the policy does not beat); single-timescale DQN and MAPPO run on the same
-# env; a killed and resumed two-timescale run (stopped mid-window) reproduces the metrics.
+# launch/configs/lstcb.toml (learned long head, slack-mode short timescale) meets the SLO (under
+# 0.05 % violations, none in the recorded runs) and uses less energy per inference than every
+# baseline that meets the SLO (timeout, AIMD, slack batching: under 1 % violations) and than no
+# batching; fixed batching violates the SLO more often than the policy at every batch size
+# (swept); single-timescale DQN and MAPPO run on the same env; a killed and resumed
+# two-timescale run (stopped mid-window) reproduces the metrics. docs/envs/lstcb.md has the
+# tables.
 source "$(dirname "$0")/common.sh" "$@"
 cd "$WORK"
 CFG="$SRC/launch/configs/lstcb.toml"
 "$BIN" train --config "$CFG" --agents-per-rank 4 --traj-every 0 --quiet --run-dir ts > ts.log
 cat ts/eval.md
-/usr/bin/python3 - ts/eval.csv <<'PY'
+for b in 4 8 16 32; do
+  "$BIN" baselines --config "$CFG" --agents-per-rank 4 --max-batches $b --baselines fixed-batch \
+    --quiet > fixed$b.txt
+done
+/usr/bin/python3 - ts/eval.csv fixed{4,8,16,32}.txt <<'PY'
 import csv, sys
 rows = {r["policy"]: r for r in csv.DictReader(open(sys.argv[1]))}
 assert set(rows) == {"tsdqn", "no-batching", "fixed-batch", "timeout-batching", "aimd",
@@ -19,16 +25,24 @@ e = {p: float(r["energy_per_inference_j"]) for p, r in rows.items()}
 v = {p: float(r["slo_violation_rate"]) for p, r in rows.items()}
 for p in rows:
     print(f"{p:18s} energy/inference {e[p]:.4f} J  SLO violations {v[p]:.4f}")
-for b in ("timeout-batching", "aimd", "no-batching"):
+if not v["tsdqn"] < 0.0005:
+    sys.exit(f"tsdqn violates the SLO for {v['tsdqn']} of requests (>= 0.05 %)")
+meet = [p for p in rows if p != "tsdqn" and v[p] < 0.01]
+if set(meet) != {"timeout-batching", "aimd", "slack-batching"}:
+    sys.exit(f"the baselines that meet the SLO are {meet}, not timeout, AIMD and slack batching")
+for b in meet + ["no-batching"]:
     if not e["tsdqn"] < e[b]:
         sys.exit(f"tsdqn uses {e['tsdqn']} J per inference, not less than {b} ({e[b]})")
-for b in ("no-batching", "fixed-batch"):
-    if not v["tsdqn"] < v[b]:
-        sys.exit(f"tsdqn violates the SLO at {v['tsdqn']}, not less than {b} ({v[b]})")
-if not v["tsdqn"] < 0.005:
-    sys.exit(f"tsdqn violates the SLO for {v['tsdqn']} of requests (>= 0.5 %)")
+for path in sys.argv[2:]:  # `baselines` prints its table: a header line, then a line per policy
+    lines = [l.split() for l in open(path) if l.startswith(("policy ", "fixed-batch "))]
+    head = [h for h in lines[0] if h != "±"]
+    r = dict(zip(head, lines[1]))
+    fe, fv = float(r["energy_per_inference_j"]), float(r["slo_violation_rate"])
+    print(f"{path[:-4]:18s} energy/inference {fe:.4f} J  SLO violations {fv:.4f}")
+    if not fv > v["tsdqn"]:
+        sys.exit(f"{path}: fixed batching meets the SLO as well as tsdqn ({fv} <= {v['tsdqn']})")
 PY
-pass "two-timescale DQN: less energy than timeout/AIMD/no batching, < 0.5 % violations, fewer than no/fixed batching"
+pass "two-timescale DQN: < 0.05 % violations, less energy than every baseline that meets the SLO"
 
 "$BIN" train --config "$CFG" --algo dqn --agents-per-rank 4 --traj-every 0 --quiet --iterations 20 \
   --eval-episodes 2 --run-dir flat > flat.log
