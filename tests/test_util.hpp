@@ -26,16 +26,19 @@ inline std::string temp_dir(const std::string& name) {
   return p.string();
 }
 
-/// The policy input of a run with one agent and one env copy whose observation is `obs`.
-inline PolicyInput one_agent_input(const EnvSpec& spec, const std::vector<float>& obs,
-                                   int episode_step) {
+/// The policy input of one env copy at `episode_step` whose global observation is `obs`:
+/// `num_agents` rows of obs.size() / num_agents fields, for a rank that hosts `local_agents`
+/// agents (0: all of them) from `first_agent` on.
+inline PolicyInput one_copy_input(const EnvSpec& spec, const std::vector<float>& obs,
+                                  int num_agents = 1, int episode_step = 0, int local_agents = 0,
+                                  int first_agent = 0) {
   PolicyInput in;
   in.spec = &spec;
   in.copies = 1;
-  in.num_agents = 1;
-  in.first_agent = 0;
-  in.local_agents = 1;
-  in.global = {GlobalObs{obs.data(), 1, static_cast<int>(obs.size())}};
+  in.num_agents = num_agents;
+  in.first_agent = first_agent;
+  in.local_agents = local_agents > 0 ? local_agents : num_agents;
+  in.global = {GlobalObs{obs.data(), num_agents, static_cast<int>(obs.size()) / num_agents}};
   in.episode_step = {episode_step};
   return in;
 }

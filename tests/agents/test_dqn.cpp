@@ -42,7 +42,7 @@ DqnConfig small() {
 struct Bandit {
   std::vector<float> obs{1.f, 0.f};
   EnvSpec spec = bandit_spec();
-  PolicyInput input() { return test::one_agent_input(spec, obs, 0); }
+  PolicyInput input() { return test::one_copy_input(spec, obs); }
   int best() const { return obs[0] > 0 ? 1 : 2; }
 };
 
@@ -146,14 +146,7 @@ TEST(Dqn, ExportedGreedyPolicyMatchesTheQNetwork) {
   int differ = 0;
   for (int trial = 0; trial < 20; ++trial) {
     for (auto& v : obs) v = static_cast<float>(rng.uniform(-2, 2));
-    PolicyInput in;
-    in.spec = &spec;
-    in.copies = 1;
-    in.num_agents = n;
-    in.first_agent = 0;
-    in.local_agents = n;
-    in.global = {GlobalObs{obs.data(), n, 2}};
-    in.episode_step = {0};
+    const PolicyInput in = test::one_copy_input(spec, obs, n);
     std::vector<int> got;
     p->act(in, got);
     const Dqn* owners[2] = {dynamic_cast<const Dqn*>(r0.get()), dynamic_cast<const Dqn*>(r1.get())};

@@ -3,6 +3,7 @@
 #include "agents/baselines/heuristics.hpp"
 #include "core/error.hpp"
 #include "geodc/geodc.hpp"
+#include "test_util.hpp"
 
 using namespace marlsched;
 
@@ -11,17 +12,7 @@ struct Fixture {
   geodc::Config cfg;
   EnvSpec spec = geodc::make_spec(cfg, 4);
   std::vector<float> obs = std::vector<float>(4 * 14, 0.f);
-  PolicyInput input(int step = 0) {
-    PolicyInput in;
-    in.spec = &spec;
-    in.copies = 1;
-    in.num_agents = 4;
-    in.first_agent = 0;
-    in.local_agents = 4;
-    in.global = {GlobalObs{obs.data(), 4, 14}};
-    in.episode_step = {step};
-    return in;
-  }
+  PolicyInput input(int step = 0) { return test::one_copy_input(spec, obs, 4, step); }
   void set(int agent, const std::string& field, float v) {
     obs[static_cast<std::size_t>(agent * 14 + spec.obs_index(field))] = v;
   }

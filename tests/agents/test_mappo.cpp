@@ -24,7 +24,7 @@ EnvSpec tiny_spec() {
 double train_bandit(Mappo& m, const dist::Comm& comm, int iterations) {
   const auto spec = tiny_spec();
   std::vector<float> obs = {0.5f, -0.5f};
-  const PolicyInput in = test::one_agent_input(spec, obs, 0);
+  const PolicyInput in = test::one_copy_input(spec, obs);
   std::vector<int> a;
   StepFeedback fb;
   fb.reward = {0.f};
@@ -129,12 +129,7 @@ TEST(Ippo, DecentralizedCriticLearnsTheBanditAndSeesOnlyTheActorInput) {
 namespace {
 /// The critic's value of local agent `kk` for one global observation (a training-mode act()).
 float value_of(Mappo& m, const EnvSpec& spec, std::vector<float>& obs, int n, int kk) {
-  PolicyInput in;
-  in.copies = 1;
-  in.num_agents = n;
-  in.local_agents = n;
-  in.global = {GlobalObs{obs.data(), n, static_cast<int>(spec.obs_fields.size())}};
-  in.episode_step = {0};
+  const PolicyInput in = test::one_copy_input(spec, obs, n);
   std::vector<int> a;
   m.set_training(true);
   m.act(in, a);

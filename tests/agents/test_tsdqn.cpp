@@ -26,7 +26,7 @@ struct Factored {
     spec.reward_components = {"r"};
     spec.episode_length = 8;
   }
-  PolicyInput input(int step) { return test::one_agent_input(spec, obs, step); }
+  PolicyInput input(int step) { return test::one_copy_input(spec, obs, 1, step); }
 };
 
 LearnerConfigs small() {
