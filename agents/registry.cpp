@@ -51,6 +51,11 @@ MappoConfig mappo_config(const LearnerConfigs& c, bool central_critic) {
   if (!central_critic) m.critic = "local";
   return m;
 }
+MasacConfig masac_config(const LearnerConfigs& c) {
+  MasacConfig m = c.masac;
+  m.device = c.device;
+  return m;
+}
 DqnConfig dqn_config(const LearnerConfigs& c) {
   DqnConfig d = c.dqn;
   d.device = c.device;
@@ -129,6 +134,22 @@ const std::vector<LearnerEntry>& table() {
          MARLSCHED_THROW(ConfigError,
                          "export: two-timescale DQN (tsdqn) policies cannot be exported yet; "
                          "evaluate them with `marlsched eval --model RUN_DIR`");
+       }},
+      {"masac", [](const LearnerConfigs& c) { c.masac.validate(); },
+       [](const LearnerConfigs&, const EnvSpec&) {},
+       [](const LearnerConfigs& c) { return c.masac.rollout_steps; },
+       [](const LearnerConfigs& c) { return c.masac.team_reward; },
+       [](const LearnerConfigs&) { return true; },
+       [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
+          int k, int copies, std::uint64_t seed) {
+         return std::make_unique<Masac>(masac_config(c), spec, comm, n, first, k, copies, seed);
+       },
+       [](const std::vector<const Learner*>& ranks, const std::string& path,
+          const std::string& metadata, bool with_critic) {
+         MARLSCHED_REQUIRE(!with_critic,
+                           "--critic: MASAC's critics take the other agents' actions, so they "
+                           "are not exported; the policy is");
+         Masac::export_torchscript(as<Masac>(ranks), path, metadata);
        }},
   };
   return t;

@@ -10,6 +10,7 @@
 #include "agents/dqn/dqn.hpp"
 #include "agents/learner.hpp"
 #include "agents/mappo/mappo.hpp"
+#include "agents/masac/masac.hpp"
 #include "agents/tsdqn/tsdqn.hpp"
 
 namespace marlsched {
@@ -18,7 +19,8 @@ namespace marlsched {
 struct LearnerConfigs {
   MappoConfig mappo;
   DqnConfig dqn;
-  TsdqnConfig tsdqn;           ///< with `dqn` for its short head
+  TsdqnConfig tsdqn;  ///< with `dqn` for its short head
+  MasacConfig masac;
   std::string device = "cpu";  ///< --device, for every learner (nn::check_device)
   void bind(OptionBinder& b) {
     b.add("device", device,
@@ -27,6 +29,7 @@ struct LearnerConfigs {
     mappo.bind(b);
     dqn.bind(b);
     tsdqn.bind(b);
+    masac.bind(b);
   }
   /// Validates the named learner's options; throws ConfigError for an unknown name.
   void validate(const std::string& algo) const;

@@ -1,0 +1,166 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "agents/exported/torchscript_policy.hpp"
+#include "agents/masac/masac.hpp"
+#include "agents/registry.hpp"
+#include "core/rng.hpp"
+#include "test_util.hpp"
+
+using namespace marlsched;
+
+namespace {
+EnvSpec bandit_spec() {
+  EnvSpec s;
+  s.name = "bandit";
+  s.obs_fields = {"x", "y"};
+  s.num_public = 1;
+  s.action_names = {"a0", "a1", "a2"};
+  s.reward_components = {"r"};
+  s.episode_length = 8;
+  return s;
+}
+
+MasacConfig small() {
+  MasacConfig c;
+  c.actor_hidden = {32};
+  c.critic_hidden = {32};
+  c.batch = 32;
+  c.warmup = 64;
+  c.buffer = 2000;
+  c.updates = 16;
+  c.lr_actor = 3e-3;
+  c.lr_critic = 3e-3;
+  c.lr_alpha = 3e-3;
+  c.gamma = 0.5;
+  return c;
+}
+
+/// A contextual bandit for one agent: x = +1 pays action 1, x = -1 pays action 2 (reward 1, else
+/// 0). Episodes of 8 steps end by truncation, so bootstrapping from terminal observations runs.
+struct Bandit {
+  std::vector<float> obs{1.f, 0.f};
+  EnvSpec spec = bandit_spec();
+  PolicyInput input() { return test::one_copy_input(spec, obs); }
+  int best() const { return obs[0] > 0 ? 1 : 2; }
+};
+
+void train(Masac& l, Bandit& b, int iterations, int& t) {
+  std::vector<int> a;
+  StepFeedback fb;
+  fb.reward = {0.f};
+  fb.done = {0};
+  fb.truncated = {0};
+  std::vector<float> terminal(2);
+  for (int it = 0; it < iterations; ++it) {
+    l.set_training(true);
+    for (int s = 0; s < 32; ++s, ++t) {
+      l.act(b.input(), a);
+      fb.reward[0] = a[0] == b.best() ? 1.f : 0.f;
+      b.obs[0] = (t * 7 + 3) % 5 < 2 ? 1.f : -1.f;  // the next context
+      fb.done[0] = fb.truncated[0] = (t % 8 == 7) ? 1 : 0;
+      terminal = b.obs;
+      fb.terminal = {GlobalObs{terminal.data(), 1, 2}};
+      l.record(fb);
+    }
+    const auto st = l.update(b.input());
+    ASSERT_EQ(st.values.size(), l.stat_names().size());
+  }
+}
+}  // namespace
+
+TEST(Masac, LearnsAContextualBanditAndTunesItsTemperature) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  Bandit b;
+  Masac l(small(), b.spec, self, 1, 0, 1, 1, 7);
+  EXPECT_NEAR(l.alpha(), 0.2, 1e-6);
+  int t = 0;
+  train(l, b, 40, t);
+  EXPECT_EQ(l.replay_size(), 40 * 32);
+  for (float x : {1.f, -1.f}) {
+    b.obs[0] = x;
+    const auto p = l.action_probs(b.input().global[0], 0);
+    EXPECT_GT(p[static_cast<std::size_t>(b.best())], 0.6) << "context " << x;
+  }
+  // The policy's entropy fell below the target (0.5·log 3) at α = 0.2, so α rose.
+  EXPECT_GT(l.alpha(), 0.2);
+  l.set_training(false);
+  l.set_deterministic(true);
+  std::vector<int> a;
+  b.obs[0] = -1.f;
+  l.act(b.input(), a);
+  EXPECT_EQ(a[0], 2);
+}
+
+TEST(Masac, SaveLoadContinuesExactlyAndChecksTheLayout) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  Bandit b1, b2;
+  Masac a(small(), b1.spec, self, 1, 0, 1, 1, 11);
+  int t1 = 0;
+  train(a, b1, 6, t1);
+  const auto dir = test::temp_dir("masac-save");
+  a.save(dir + "/m.pt");
+  Masac b(small(), b2.spec, self, 1, 0, 1, 1, 99);  // other seed: everything comes from the file
+  b.load(dir + "/m.pt");
+  EXPECT_EQ(a.replay_size(), b.replay_size());
+  EXPECT_EQ(a.alpha(), b.alpha());
+  EXPECT_EQ(a.shared_parameter_digest(), b.shared_parameter_digest());
+  b2.obs = b1.obs;
+  int t2 = t1;
+  train(a, b1, 3, t1);
+  train(b, b2, 3, t2);
+  EXPECT_EQ(a.action_probs(b1.input().global[0], 0), b.action_probs(b2.input().global[0], 0));
+  EXPECT_EQ(a.shared_parameter_digest(), b.shared_parameter_digest());
+  Masac two(small(), b1.spec, self, 2, 0, 2, 1, 1);  // another layout
+  EXPECT_THROW(two.load(dir + "/m.pt"), ConfigError);
+  {
+    std::ofstream junk(dir + "/junk.pt");
+    junk << "not a model";
+  }
+  EXPECT_THROW(b.load(dir + "/junk.pt"), InputError);
+}
+
+TEST(Masac, ExportedPolicyMatchesTheActor) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  LearnerConfigs cfgs;
+  cfgs.masac = small();
+  Bandit b;
+  const int n = 2;
+  auto l = make_learner("masac", cfgs, b.spec, self, n, 0, n, 1, 5);
+  const auto dir = test::temp_dir("masac-export");
+  const std::string path = dir + "/policy.pt";
+  EXPECT_THROW(export_learners("masac", {l.get()}, path, "{}", true), ConfigError);
+  export_learners("masac", {l.get()}, path, R"({"format": "marlsched-policy"})", false);
+  auto p = load_exported_policy(path, n, true, 0);
+  const auto& m = dynamic_cast<const Masac&>(*l);
+  std::vector<float> obs(static_cast<std::size_t>(n * 2));
+  Rng rng(3);
+  for (int trial = 0; trial < 20; ++trial) {
+    for (auto& v : obs) v = static_cast<float>(rng.uniform(-2, 2));
+    const PolicyInput in = test::one_copy_input(b.spec, obs, n);
+    std::vector<int> got;
+    p->act(in, got);
+    for (int a = 0; a < n; ++a) {
+      const auto probs = m.action_probs(in.global[0], a);
+      const int want =
+          static_cast<int>(std::max_element(probs.begin(), probs.end()) - probs.begin());
+      EXPECT_EQ(got[static_cast<std::size_t>(a)], want) << "agent " << a << " trial " << trial;
+    }
+  }
+}
+
+TEST(Masac, OptionsAreValidated) {
+  MasacConfig c;
+  c.validate();
+  c.target_entropy = 1.0;
+  EXPECT_THROW(c.validate(), ConfigError);
+  c = MasacConfig{};
+  c.tau = 0;
+  EXPECT_THROW(c.validate(), ConfigError);
+  c = MasacConfig{};
+  c.warmup = c.buffer + 1;
+  EXPECT_THROW(c.validate(), ConfigError);
+}
