@@ -151,6 +151,23 @@ const std::vector<LearnerEntry>& table() {
                            "are not exported; the policy is");
          Masac::export_torchscript(as<Masac>(ranks), path, metadata);
        }},
+      {"maddpg", [](const LearnerConfigs& c) { c.masac.validate(); },
+       [](const LearnerConfigs&, const EnvSpec&) {},
+       [](const LearnerConfigs& c) { return c.masac.rollout_steps; },
+       [](const LearnerConfigs& c) { return c.masac.team_reward; },
+       [](const LearnerConfigs&) { return true; },
+       [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
+          int k, int copies, std::uint64_t seed) {
+         return std::make_unique<Masac>(masac_config(c), spec, comm, n, first, k, copies, seed,
+                                        true);
+       },
+       [](const std::vector<const Learner*>& ranks, const std::string& path,
+          const std::string& metadata, bool with_critic) {
+         MARLSCHED_REQUIRE(!with_critic,
+                           "--critic: MADDPG's critics take the other agents' actions, so they "
+                           "are not exported; the policy is");
+         Masac::export_torchscript(as<Masac>(ranks), path, metadata);
+       }},
   };
   return t;
 }

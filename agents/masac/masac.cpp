@@ -118,7 +118,8 @@ struct Masac::Impl {
   const dist::Comm& comm;
   torch::Device dev;
   int n, first, k, e, d, pub, na, in, gw, cin;  // gw: global obs width n·d; cin: critic input
-  nn::Mlp actor{nullptr}, q1{nullptr}, q2{nullptr}, t1{nullptr}, t2{nullptr};
+  bool ddpg;  // the MADDPG variant: target actor, Gumbel-softmax actor gradient, no entropy
+  nn::Mlp actor{nullptr}, q1{nullptr}, q2{nullptr}, t1{nullptr}, t2{nullptr}, ta{nullptr};
   torch::Tensor log_alpha;
   std::unique_ptr<torch::optim::Adam> opt_actor, opt_critic, opt_alpha;
   dist::GradBucket g_actor, g_critic, g_alpha;
@@ -135,7 +136,7 @@ struct Masac::Impl {
   std::vector<std::int64_t> pend_a;
   std::vector<char> pending;  // [copy]
 
-  Impl(const MasacConfig& c, const EnvSpec& sp, const dist::Comm& cm, int num_agents,
+  Impl(const MasacConfig& c, bool maddpg, const EnvSpec& sp, const dist::Comm& cm, int num_agents,
        int first_agent, int local_agents, int copies, std::uint64_t seed)
       : cfg(c),
         comm(cm),
@@ -150,6 +151,7 @@ struct Masac::Impl {
         in(nn::agent_input_dim(sp, num_agents)),
         gw(num_agents * sp.obs_dim()),
         cin(num_agents * sp.obs_dim() + num_agents * sp.num_actions() + num_agents),
+        ddpg(maddpg),
         target_h(c.target_entropy * std::log(static_cast<double>(sp.num_actions()))),
         explore_rng(derive_seed(seed, {0x5AC1, static_cast<std::uint64_t>(cm.rank())})),
         sample_rng(derive_seed(seed, {0x5AC2, static_cast<std::uint64_t>(cm.rank())})) {
@@ -167,7 +169,8 @@ struct Masac::Impl {
     }
     all.push_back(log_alpha);
     dist::broadcast_parameters(all, comm);  // every rank starts from rank 0's parameters
-    for (auto* net : {&actor, &q1, &q2, &t1, &t2}) (*net)->to(dev);
+    ta = nn::Mlp(in, cfg.actor_hidden, na, 0.01);
+    for (auto* net : {&actor, &q1, &q2, &t1, &t2, &ta}) (*net)->to(dev);
     log_alpha = log_alpha.to(dev).set_requires_grad(true);
     sync_targets(1.0);
     opt_actor = std::make_unique<torch::optim::Adam>(actor->parameters(),
@@ -198,7 +201,7 @@ struct Masac::Impl {
 
   void sync_targets(double rate) {
     torch::NoGradGuard g;
-    for (auto [src, dst] : {std::pair{&q1, &t1}, std::pair{&q2, &t2}}) {
+    for (auto [src, dst] : {std::pair{&q1, &t1}, std::pair{&q2, &t2}, std::pair{&actor, &ta}}) {
       auto s = (*src)->parameters();
       auto t = (*dst)->parameters();
       for (std::size_t j = 0; j < s.size(); ++j) t[j].mul_(1.0 - rate).add_(s[j], rate);
@@ -267,9 +270,13 @@ struct Masac::Impl {
 };
 
 Masac::Masac(const MasacConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-             int first_agent, int local_agents, int copies, std::uint64_t seed)
-    : impl_(std::make_unique<Impl>(cfg, spec, comm, num_agents, first_agent, local_agents, copies,
-                                   seed)) {}
+             int first_agent, int local_agents, int copies, std::uint64_t seed, bool maddpg)
+    : impl_(std::make_unique<Impl>(cfg, maddpg, spec, comm, num_agents, first_agent, local_agents,
+                                   copies, seed)) {}
+
+std::string Masac::name() const {
+  return impl_->ddpg ? "maddpg" : "masac";
+}
 
 Masac::~Masac() = default;
 
@@ -415,10 +422,21 @@ UpdateStats Masac::update(const PolicyInput& last) {
     auto T = torch::from_blob(bt.data(), {B}, torch::kFloat32).to(m.dev);
     const float alpha = static_cast<float>(m.alpha());
     const auto rows = torch::arange(B, torch::kInt64).to(m.dev);
-    // Critic target: the other agents' next actions sampled from the current actor at s', the
-    // agent's own next action in expectation (discrete soft value).
+    // Critic target. SAC: the other agents' next actions sampled from the current actor at s',
+    // the agent's own next action in expectation (discrete soft value). MADDPG: every agent's
+    // next action sampled from the target actor (a hard Gumbel-softmax sample).
     torch::Tensor y;
-    {
+    if (m.ddpg) {
+      torch::NoGradGuard g;
+      auto x2 = m.all_agent_inputs(bs2.data(), B);
+      auto p2 = torch::softmax(m.ta->forward(blob(x2, B * m.n, m.in, m.dev)), 1);
+      auto next = m.sample(p2, m.sample_rng);
+      auto J2 = torch::from_blob(next.data(), {B, m.n}, torch::kInt64).clone().to(m.dev);
+      auto cx2 = m.critic_input(S2, J2, I);
+      auto qt = torch::min(m.t1->forward(cx2), m.t2->forward(cx2));
+      auto v2 = qt.gather(1, J2.index({rows, I}).unsqueeze(1)).squeeze(1);
+      y = R + static_cast<float>(m.cfg.gamma) * (1.0f - T) * v2;
+    } else {
       torch::NoGradGuard g;
       auto x2 = m.all_agent_inputs(bs2.data(), B);
       auto p2 = torch::softmax(m.actor->forward(blob(x2, B * m.n, m.in, m.dev)), 1);  // [B·n, na]
@@ -456,7 +474,21 @@ UpdateStats Masac::update(const PolicyInput& last) {
       torch::NoGradGuard g;
       qmin = torch::min(m.q1->forward(cx), m.q2->forward(cx));
     }
-    auto actor_loss = (p * (alpha * logp - qmin)).sum(1).mean();
+    torch::Tensor actor_loss;
+    if (m.ddpg) {
+      // MADDPG, discrete: the critic's value of a straight-through Gumbel-softmax sample of the
+      // agent's own action (hard one-hot forward, softmax gradient), plus MADDPG's small
+      // penalty on the logits.
+      std::vector<float> gumbel(static_cast<std::size_t>(B * m.na));
+      for (auto& v : gumbel)
+        v = static_cast<float>(-std::log(-std::log(m.sample_rng.uniform(1e-20, 1.0))));
+      auto soft = torch::softmax(logits + blob(gumbel, B, m.na, m.dev), 1);
+      auto hard = torch::one_hot(soft.argmax(1), m.na).to(torch::kFloat32);
+      auto onehot = hard - soft.detach() + soft;
+      actor_loss = -(onehot * qmin).sum(1).mean() + 1e-3 * logits.pow(2).mean();
+    } else {
+      actor_loss = (p * (alpha * logp - qmin)).sum(1).mean();
+    }
     m.g_actor.zero();
     m.g_actor.backward(actor_loss, m.comm);
     const double ta = nn::now();
@@ -466,11 +498,13 @@ UpdateStats Masac::update(const PolicyInput& last) {
     m.opt_actor->step();
     // Temperature: raise α when the entropy is under the target, lower it when above.
     const auto entropy = -(p * logp).sum(1).detach();
-    auto alpha_loss = (m.log_alpha * (entropy - static_cast<float>(m.target_h))).mean();
-    m.g_alpha.zero();
-    m.g_alpha.backward(alpha_loss, m.comm);
-    m.g_alpha.average(m.comm);
-    m.opt_alpha->step();
+    if (!m.ddpg) {
+      auto alpha_loss = (m.log_alpha * (entropy - static_cast<float>(m.target_h))).mean();
+      m.g_alpha.zero();
+      m.g_alpha.backward(alpha_loss, m.comm);
+      m.g_alpha.average(m.comm);
+      m.opt_alpha->step();
+    }
     m.sync_targets(m.cfg.tau);
     const double t3 = nn::now();
     st.time_allreduce += (tc2 - tc) + (ta2 - ta);
@@ -501,12 +535,14 @@ const std::vector<StatName>& Masac::stat_names() const {
 void Masac::save(const std::string& path) const {
   const auto& m = *impl_;
   torch::serialize::OutputArchive ar;
-  ar.write("meta", torch::tensor({static_cast<std::int64_t>(0x5AC), static_cast<std::int64_t>(m.n),
-                                  static_cast<std::int64_t>(m.k), static_cast<std::int64_t>(m.in),
-                                  static_cast<std::int64_t>(m.na)}));
+  ar.write("meta",
+           torch::tensor({static_cast<std::int64_t>(m.ddpg ? 0xDD6 : 0x5AC),
+                          static_cast<std::int64_t>(m.n), static_cast<std::int64_t>(m.k),
+                          static_cast<std::int64_t>(m.in), static_cast<std::int64_t>(m.na)}));
   ar.write("counters", torch::tensor({m.grad_steps}));
   const std::pair<const char*, const nn::Mlp*> nets[] = {
-      {"actor", &m.actor}, {"q1", &m.q1}, {"q2", &m.q2}, {"t1", &m.t1}, {"t2", &m.t2}};
+      {"actor", &m.actor}, {"q1", &m.q1}, {"q2", &m.q2},
+      {"t1", &m.t1},       {"t2", &m.t2}, {"target_actor", &m.ta}};
   for (const auto& [name, net] : nets) {
     torch::serialize::OutputArchive a;
     (*net)->save(a);
@@ -549,17 +585,18 @@ void Masac::load(const std::string& path) {
     torch::Tensor meta;
     ar.read("meta", meta);
     meta = nn::host(meta);
-    const std::vector<std::int64_t> want = {0x5AC, m.n, m.k, m.in, m.na};
+    const std::vector<std::int64_t> want = {m.ddpg ? 0xDD6 : 0x5AC, m.n, m.k, m.in, m.na};
     MARLSCHED_REQUIRE(meta.numel() == 5 && meta.scalar_type() == torch::kInt64 &&
                           std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
-                      "model '" << path
-                                << "' is not a MASAC model of this layout (agents, agents per "
+                      "model '" << path << "' is not a " << (m.ddpg ? "MADDPG" : "MASAC")
+                                << " model of this layout (agents, agents per "
                                    "rank, observation or action space)");
     torch::Tensor cnt;
     ar.read("counters", cnt);
     m.grad_steps = nn::host(cnt)[0].item<std::int64_t>();
-    const std::pair<const char*, nn::Mlp*> nets[] = {
-        {"actor", &m.actor}, {"q1", &m.q1}, {"q2", &m.q2}, {"t1", &m.t1}, {"t2", &m.t2}};
+    const std::pair<const char*, nn::Mlp*> nets[] = {{"actor", &m.actor}, {"q1", &m.q1},
+                                                     {"q2", &m.q2},       {"t1", &m.t1},
+                                                     {"t2", &m.t2},       {"target_actor", &m.ta}};
     for (const auto& [name, net] : nets) {
       torch::serialize::InputArchive a;
       ar.read(name, a);

@@ -27,6 +27,14 @@
 /// * Gradients of actor, critics and α are averaged over ranks (dist::GradBucket), so every
 ///   parameter stays bitwise identical on every rank.
 /// Statistics: critic_loss, actor_loss, alpha, entropy, q_mean, replay_size.
+///
+/// `--algo maddpg` is the same learner as MADDPG for discrete actions (Lowe et al. 2017, with
+/// the Gumbel-softmax relaxation its authors use for discrete actions): the critics as above but
+/// without the entropy term; a Polyak-averaged target actor samples every agent's next action in
+/// the critic target; the actor follows the critic's gradient through a straight-through
+/// Gumbel-softmax sample of its own action (hard one-hot forward, softmax backward), with
+/// MADDPG's 1e-3 penalty on the logits. It keeps the twin critics (clipped double Q, as TD3 does
+/// for DDPG), and α and the entropy target are unused. Options: the --sac-* ones.
 
 #include <cstdint>
 #include <memory>
@@ -64,11 +72,12 @@ struct MasacConfig {
 
 class Masac final : public Learner {
  public:
+  /// `maddpg`: the MADDPG variant (see the file comment).
   Masac(const MasacConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-        int first_agent, int local_agents, int copies, std::uint64_t seed);
+        int first_agent, int local_agents, int copies, std::uint64_t seed, bool maddpg = false);
   ~Masac() override;
 
-  std::string name() const override { return "masac"; }
+  std::string name() const override;  ///< "masac" or "maddpg"
   /// Samples from the policy (training; then gathers the joint action); in evaluation the
   /// greedy action when deterministic, else a sample.
   void act(const PolicyInput& in, std::vector<int>& actions) override;

@@ -164,3 +164,30 @@ TEST(Masac, OptionsAreValidated) {
   c.warmup = c.buffer + 1;
   EXPECT_THROW(c.validate(), ConfigError);
 }
+
+TEST(Maddpg, LearnsAContextualBanditAndResumesExactly) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  Bandit b1, b2;
+  Masac a(small(), b1.spec, self, 1, 0, 1, 1, 7, /*maddpg=*/true);
+  EXPECT_EQ(a.name(), "maddpg");
+  int t1 = 0;
+  train(a, b1, 30, t1);
+  const auto dir = test::temp_dir("maddpg-save");
+  a.save(dir + "/m.pt");
+  Masac b(small(), b2.spec, self, 1, 0, 1, 1, 99, true);
+  b.load(dir + "/m.pt");
+  b2.obs = b1.obs;
+  int t2 = t1;
+  train(a, b1, 10, t1);
+  train(b, b2, 10, t2);
+  EXPECT_EQ(a.shared_parameter_digest(), b.shared_parameter_digest());
+  for (float x : {1.f, -1.f}) {
+    b1.obs[0] = x;
+    const auto p = a.action_probs(b1.input().global[0], 0);
+    const int greedy = static_cast<int>(std::max_element(p.begin(), p.end()) - p.begin());
+    EXPECT_EQ(greedy, b1.best()) << "context " << x;
+  }
+  EXPECT_NEAR(a.alpha(), 0.2, 1e-6) << "MADDPG has no temperature to tune";
+  Masac sac(small(), b1.spec, self, 1, 0, 1, 1, 1);
+  EXPECT_THROW(sac.load(dir + "/m.pt"), ConfigError) << "a MADDPG model is not a MASAC model";
+}

@@ -31,8 +31,9 @@ learns ippo --algo ippo --iterations 40 --lr-actor 0.003
 learns mappo-pooled --algo mappo --critic pooled --iterations 40 --lr-actor 0.003
 learns dqn --algo dqn --iterations 60
 learns masac --algo masac --iterations 60
+learns maddpg --algo maddpg --iterations 60
 
-for algo in mappo ippo dqn masac; do
+for algo in mappo ippo dqn masac maddpg; do
   rm -rf straight crashed
   kill_resume_matches "$algo" 1:7 "${COMMON[@]}" --algo "$algo" --iterations 10 --eval-episodes 1
   pass "$algo: killed at iteration 7 and resumed, the metrics equal the uninterrupted run's"
