@@ -1,8 +1,9 @@
 /// \file batch_heuristics.cpp
 /// Batching baselines for the lstcb action layout (envs/lstcb): a long-timescale choice
 /// "B<max batch>,f<clock>,steer<share>" and a short-timescale mode "wait" | "timeout" |
-/// "dispatch" | "slack" | "single" | "dispatch+overflow>nbrK", read from the action names. All run
-/// the GPU at its highest clock and steer nothing, as inference servers do by default.
+/// "dispatch" | "slack" | "single" | "dispatch+overflow>nbrK" | "slack+overflow>nbrK", read from
+/// the action names. All run the GPU at its highest clock and steer nothing, as inference servers
+/// do by default.
 ///   no-batching       one request at a time ("single"), whenever the GPU is free
 ///   fixed-batch       batches of 16 (the option closest to 16), dispatched only when full
 ///   timeout-batching  dynamic batching as in Triton/TF-Serving: up to the largest batch,

@@ -160,8 +160,10 @@ void Config::validate(int num_agents) const {
 namespace {
 const char* kModes[] = {"wait", "timeout", "dispatch", "slack", "single"};
 constexpr int kNumModes = 5;
+/// The short actions: the modes, then "dispatch+overflow>nbrK" and "slack+overflow>nbrK" for
+/// each of the k neighbours.
 int num_short(int k) {
-  return kNumModes + k;
+  return kNumModes + 2 * k;
 }
 int nbr_count(const Config& cfg, int n) {
   return std::min(cfg.neighbours, n - 1);
@@ -214,7 +216,9 @@ EnvSpec make_spec(const Config& cfg, int num_agents) {
       for (double st : cfg.steer)
         longs.push_back("B" + std::to_string(b) + ",f" + fstr(f) + ",steer" + pct(st));
   for (const char* m : kModes) shorts.emplace_back(m);
-  for (int j = 0; j < k; ++j) shorts.push_back("dispatch+overflow>nbr" + std::to_string(j + 1));
+  for (const char* mode : {"dispatch", "slack"})
+    for (int j = 0; j < k; ++j)
+      shorts.push_back(std::string(mode) + "+overflow>nbr" + std::to_string(j + 1));
   for (const auto& l : longs)
     for (const auto& sh : shorts) s.action_names.push_back(l + "|" + sh);
   s.action_heads = {static_cast<int>(longs.size()), static_cast<int>(shorts.size())};
@@ -458,8 +462,9 @@ void Shard::act(int action, const GlobalObs& global, std::vector<WorkRecord>& /*
       }
   }
   const int sh = action % ns;
-  mode_ = sh < kNumModes ? sh : 2;
-  overflow_to_ = sh >= kNumModes ? nbrs_[static_cast<std::size_t>(sh - kNumModes)] : -1;
+  const int over = sh - kNumModes;  // >= 0: an overflow action, to neighbour over % k_
+  mode_ = over < 0 ? sh : over < k_ ? 2 : 3;
+  overflow_to_ = over >= 0 ? nbrs_[static_cast<std::size_t>(over % k_)] : -1;
   if (overflow_to_ >= 0) {  // hand the queue beyond one batch to the neighbour, newest first
     integrate(slot_start_);
     while (queue_.size() - head_ > static_cast<std::size_t>(batch_cap_)) {

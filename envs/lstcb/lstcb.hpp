@@ -13,8 +13,9 @@
 ///  * long-timescale decision (every --window-slots slots): maximum batch size, GPU clock, and
 ///    the share of new requests steered to the least loaded neighbour (cooperation);
 ///  * short-timescale decision (every slot): wait for a full batch, dispatch on a timeout
-///    (full batch or oldest request waited --timeout-ms), dispatch whenever the GPU is free, or
-///    dispatch and hand the queue beyond one batch to neighbour k.
+///    (full batch or oldest request waited --timeout-ms), dispatch whenever the GPU is free,
+///    dispatch at the last moment that meets the SLO (slack), one request at a time, or dispatch
+///    or slack while handing the queue beyond one batch to neighbour k.
 /// The action is factored (EnvSpec::action_heads = {long, short}, long_every = window slots).
 /// Requests handed to a neighbour cross ranks as work records, in exchange windows no longer
 /// than the link latency (exact, as in envs/aset). A request meets its SLO when its answer

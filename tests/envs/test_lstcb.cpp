@@ -30,12 +30,14 @@ TEST(Lstcb, SpecIsFactoredIntoLongAndShortHeads) {
   const auto spec = lstcb::make_spec(cfg, 4);
   ASSERT_EQ(spec.action_heads.size(), 2u);
   EXPECT_EQ(spec.action_heads[0], 5 * 3 * 2);  // batch sizes x clocks x steering shares
-  EXPECT_EQ(spec.action_heads[1], 5 + 2);  // wait, timeout, dispatch, slack, single, 2 overflows
+  // wait, timeout, dispatch, slack, single; dispatch and slack with overflow to either neighbour
+  EXPECT_EQ(spec.action_heads[1], 5 + 2 * 2);
   EXPECT_EQ(spec.num_actions(), spec.action_heads[0] * spec.action_heads[1]);
   EXPECT_EQ(spec.long_every, cfg.window_slots);
   EXPECT_EQ(spec.windows, 3);  // 5 ms slots, 2 ms links
   EXPECT_EQ(spec.action_names[0], "B1,f0.6,steer0%|wait");
-  EXPECT_EQ(spec.action_names.back(), "B32,f1,steer25%|dispatch+overflow>nbr2");
+  EXPECT_EQ(spec.action_names.back(), "B32,f1,steer25%|slack+overflow>nbr2");
+  EXPECT_EQ(spec.action_names[5], "B1,f0.6,steer0%|dispatch+overflow>nbr1");
 }
 
 namespace {
@@ -102,6 +104,17 @@ TEST(Lstcb, BatchLatencyEnergyAndLittlesLawAreAccountedExactly) {
   EXPECT_NEAR(c.at("area_ms"), t1 + 2 * (t1 + t2), 1e-9);
   EXPECT_NEAR(c.at("left_ms"), c.at("area_ms"), 1e-9);
   EXPECT_EQ(c.at("here_ms"), 0);
+}
+
+TEST(Lstcb, SlackWithOverflowBatchesLazilyAndHandsTheQueueBeyondOneBatchToTheNeighbour) {
+  // Cap 1: the first request starts at t = 2 (until 9.60); at the next slot start (t = 5) two
+  // wait, so the newest goes to the neighbour and the other runs when the GPU is free.
+  const auto r = run_scripted(lstcb::Config{}, "B1,f1,steer0%", "slack+overflow>nbr1", 4);
+  EXPECT_EQ(r.counters.at("served"), 2);
+  EXPECT_EQ(r.counters.at("steered"), 1);
+  EXPECT_EQ(r.counters.at("batches"), 2);
+  EXPECT_GE(r.sent, 1u);
+  EXPECT_EQ(r.counters.at("violations"), 0);
 }
 
 TEST(Lstcb, SlackModeStartsTheBatchAtTheLastMomentThatMeetsTheSlo) {
