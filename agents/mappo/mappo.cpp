@@ -2,6 +2,7 @@
 
 #include "agents/nn.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <sstream>
@@ -40,6 +41,9 @@ void MappoConfig::bind(OptionBinder& b) {
         "independent of the agent count)");
   b.add("critic-embed", critic_embed, "embedding width of the pooled critic");
   b.add("share-actor", share_actor, "one actor shared by all agents (with agent-id input)");
+  b.add("actor-groups", actor_groups,
+        "group of each agent, in agent order (0, 1, ...): one actor per group, shared by its "
+        "agents across ranks (heterogeneous agents); empty: --share-actor decides");
   b.add("value-norm", value_norm, "normalise value targets with running moments");
   b.add("overlap-grads", overlap_grads,
         "start the critic's gradient allreduce (MPI_Iallreduce) before the actor's backward pass, "
@@ -90,6 +94,7 @@ struct Mappo::Impl {
   bool local;   // IPPO (--critic local): the critic reads the actor's input
   Mlp critic_enc{nullptr};
   std::vector<Mlp> actors;
+  std::vector<std::int64_t> group_of;  // --actor-groups: the actor of each local agent
   Mlp critic{nullptr};
   std::unique_ptr<torch::optim::Adam> actor_opt, critic_opt;
   // Gradients as slices of flat buffers (dist::GradBucket): the critic's (averaged over ranks),
@@ -134,11 +139,29 @@ struct Mappo::Impl {
         shuffle_rng(derive_seed(seed, {0x5F1, static_cast<std::uint64_t>(cm.rank())})) {
     // Same torch seed on every rank: shared networks start identical (and are broadcast anyway).
     torch::manual_seed(derive_seed(seed, {0x1417}) & 0x7FFFFFFFFFFFULL);
-    const int n_actors = cfg.share_actor ? 1 : k;
+    int n_actors = cfg.share_actor ? 1 : k;
+    if (!cfg.actor_groups.empty()) {
+      const auto& g = cfg.actor_groups;
+      MARLSCHED_REQUIRE(static_cast<int>(g.size()) == n,
+                        "--actor-groups names " << g.size() << " groups for " << n << " agents");
+      MARLSCHED_REQUIRE(cfg.share_actor,
+                        "--actor-groups shares one actor per group: drop --no-share-actor");
+      n_actors = *std::max_element(g.begin(), g.end()) + 1;
+      for (int v = 0; v < n_actors; ++v)
+        MARLSCHED_REQUIRE(std::find(g.begin(), g.end(), v) != g.end(),
+                          "--actor-groups: groups are numbered 0, 1, ... with none left out; "
+                          "group "
+                              << v << " has no agent");
+      MARLSCHED_REQUIRE(*std::min_element(g.begin(), g.end()) >= 0,
+                        "--actor-groups: group numbers must be >= 0");
+      for (int kk = 0; kk < k; ++kk) group_of.push_back(g[static_cast<std::size_t>(first + kk)]);
+    }
     for (int i = 0; i < n_actors; ++i) {
-      if (!cfg.share_actor)  // distinct initialisation per agent
-        torch::manual_seed(derive_seed(seed, {0xAC70, static_cast<std::uint64_t>(first + i)}) &
-                           0x7FFFFFFFFFFFULL);
+      if (!cfg.share_actor || !group_of.empty())  // distinct initialisation per agent or group
+        torch::manual_seed(
+            derive_seed(seed, {group_of.empty() ? 0xAC70ULL : 0xAC71ULL,
+                               static_cast<std::uint64_t>(group_of.empty() ? first + i : i)}) &
+            0x7FFFFFFFFFFFULL);
       actors.emplace_back(ain, cfg.actor_hidden, na, 0.01);
     }
     torch::manual_seed(derive_seed(seed, {0xC217}) & 0x7FFFFFFFFFFFULL);
@@ -166,8 +189,8 @@ struct Mappo::Impl {
 
   std::vector<torch::Tensor> shared_params() const {
     std::vector<torch::Tensor> p = critic_params();
-    if (cfg.share_actor)
-      for (auto& t : actors[0]->parameters()) p.push_back(t);
+    if (cfg.share_actor)  // one actor, or one per group: every rank holds them all
+      for (auto& t : params_of(actors)) p.push_back(t);
     return p;
   }
 
@@ -190,10 +213,15 @@ struct Mappo::Impl {
 
   /// Logits for rows of X whose local agent index is `agent_idx` (non-shared actors).
   torch::Tensor logits(const torch::Tensor& X, const torch::Tensor& agent_idx) const {
-    if (cfg.share_actor) return actors[0].ptr()->forward(X);
+    if (cfg.share_actor && group_of.empty()) return actors[0].ptr()->forward(X);
+    // One actor per agent, or per group: the rows of each go through theirs.
+    const auto net_idx = group_of.empty() ? agent_idx
+                                          : torch::tensor(group_of, torch::kInt64)
+                                                .to(agent_idx.device())
+                                                .index_select(0, agent_idx);
     auto out = torch::zeros({X.size(0), na}, X.options());
-    for (int i = 0; i < k; ++i) {
-      auto mask = agent_idx.eq(i).nonzero().squeeze(1);
+    for (int i = 0; i < static_cast<int>(actors.size()); ++i) {
+      auto mask = net_idx.eq(i).nonzero().squeeze(1);
       if (mask.numel() == 0) continue;
       out = out.index_copy(
           0, mask, actors[static_cast<std::size_t>(i)].ptr()->forward(X.index_select(0, mask)));
@@ -568,8 +596,13 @@ def logits(self, obs: Tensor, agent: int) -> Tensor:
     assert agent >= 0 and agent < self.num_agents, "agent index out of range"
     x = self.actor_input(obs, agent)
 )";
-  if (m0.cfg.share_actor) {
+  if (m0.cfg.share_actor && m0.group_of.empty()) {
     src << script_mlp(mod, "actor", m0.actors[0], "    ") << "    return out\n";
+  } else if (m0.cfg.share_actor) {
+    // One actor per group (every rank holds them all): each agent's branch uses its group's.
+    std::vector<const Mlp*> nets;
+    for (int g : m0.cfg.actor_groups) nets.push_back(&m0.actors[static_cast<std::size_t>(g)]);
+    src << nn::script_per_agent(mod, "actor", nets);
   } else {
     // One actor per agent, gathered from the ranks that trained them.
     std::vector<const Mlp*> nets;
@@ -621,10 +654,11 @@ def value(self, obs: Tensor, agent: int) -> Tensor:
 void Mappo::save(const std::string& path) const {
   const auto& m = *impl_;
   torch::serialize::OutputArchive ar;
-  ar.write("meta", torch::tensor({static_cast<std::int64_t>(m.n), static_cast<std::int64_t>(m.k),
-                                  static_cast<std::int64_t>(m.ain),
-                                  static_cast<std::int64_t>(m.cin), static_cast<std::int64_t>(m.na),
-                                  static_cast<std::int64_t>(m.cfg.share_actor)}));
+  ar.write("meta",
+           torch::tensor({static_cast<std::int64_t>(m.n), static_cast<std::int64_t>(m.k),
+                          static_cast<std::int64_t>(m.ain), static_cast<std::int64_t>(m.cin),
+                          static_cast<std::int64_t>(m.na),
+                          static_cast<std::int64_t>(m.cfg.share_actor ? m.actors.size() : 0)}));
   for (std::size_t i = 0; i < m.actors.size(); ++i) {
     torch::serialize::OutputArchive sub;
     m.actors[i]->save(sub);
@@ -669,12 +703,17 @@ void Mappo::load_impl(const std::string& path) {
   } catch (const c10::Error& e) {
     MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
   }
-  const std::vector<std::int64_t> want = {m.n, m.k, m.ain, m.cin, m.na, m.cfg.share_actor ? 1 : 0};
+  // The last entry: how many shared actors (1, or the number of --actor-groups), 0 for one per
+  // agent.
+  const std::vector<std::int64_t> want = {
+      m.n,   m.k,  m.ain,
+      m.cin, m.na, m.cfg.share_actor ? static_cast<std::int64_t>(m.actors.size()) : 0};
   MARLSCHED_REQUIRE(
       meta.numel() == 6 && std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
       "model '" << path
                 << "' was trained with a different layout (agents, agents per "
-                   "rank, observation or action space, actor sharing, or a centralized (mappo) vs "
+                   "rank, observation or action space, actor sharing or groups, or a centralized "
+                   "(mappo) vs "
                    "decentralized (ippo) critic)");
   for (std::size_t i = 0; i < m.actors.size(); ++i) {
     torch::serialize::InputArchive sub;

@@ -40,6 +40,11 @@ struct MappoConfig {
   std::vector<int> actor_hidden{64, 64};
   std::vector<int> critic_hidden{128, 128};
   bool share_actor = true;
+  /// Heterogeneous agents: the group of each agent, in agent order (values 0 .. G-1, each
+  /// used). Each group has one actor, shared by its agents wherever they run (every rank holds
+  /// all G actors; their gradients are averaged over ranks like a shared actor's). Empty: one
+  /// actor (--share-actor) or one per agent.
+  std::vector<int> actor_groups;
   bool value_norm = true;
   /// Start the critic's gradient allreduce (nonblocking) before the actor's backward pass.
   bool overlap_grads = true;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
+#include <map>
 #include <random>
 
 #include "agents/mappo/mappo.hpp"
@@ -135,6 +136,33 @@ TEST(Export, SeparateActorsFromSeveralRanksAreGathered) {
   EXPECT_NE(cases[0].probs, cases[1].probs);
   check_in_libtorch(path, cases, n, d);
   check_in_python(path, cases, n, d, dir);
+}
+
+TEST(Export, ActorGroupsMatchTheTrainer) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  MappoConfig cfg;
+  cfg.actor_groups = {0, 1, 1, 0};  // agents 0 and 3 share an actor, 1 and 2 another
+  cfg.actor_hidden = {8};
+  cfg.critic_hidden = {8};
+  const int n = 4, d = 5, k = 2;
+  Mappo r0(cfg, spec(), self, n, 0, k, 1, 3), r1(cfg, spec(), self, n, 2, k, 1, 3);
+  const auto dir = test::temp_dir("export-groups");
+  const std::string path = dir + "/policy.pt";
+  Mappo::export_torchscript({&r0, &r1}, path, "{}", true);
+  const auto cases = expected({{&r0, 0}, {&r0, 1}, {&r1, 0}, {&r1, 1}}, n, d, k, 8, 6);
+  check_in_libtorch(path, cases, n, d);
+  check_in_python(path, cases, n, d, dir);
+  // Agents 1 and 2 run their group's network, agent 0 the other's: the per-agent branches of
+  // the exported module carry those weights.
+  auto mod = torch::jit::load(path);
+  std::map<std::string, torch::Tensor> w;
+  for (const auto& p : mod.named_parameters(false)) w[p.name] = p.value;
+  ASSERT_TRUE(w.count("actor1_fc0_weight") && w.count("actor2_fc0_weight")) << "parameter names";
+  EXPECT_TRUE(torch::equal(w["actor1_fc0_weight"], w["actor2_fc0_weight"]));
+  EXPECT_TRUE(torch::equal(w["actor0_fc0_weight"], w["actor3_fc0_weight"]));
+  EXPECT_FALSE(torch::equal(w["actor0_fc0_weight"], w["actor1_fc0_weight"]));
+  EXPECT_EQ(r0.shared_parameter_digest(), r1.shared_parameter_digest())
+      << "every rank holds every group's actor, identical";
 }
 
 TEST(Export, IppoDecentralizedCriticMatchesTheTrainer) {

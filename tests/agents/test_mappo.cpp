@@ -107,6 +107,44 @@ TEST(Mappo, SeparateActorsPerAgentWhenNotShared) {
   EXPECT_LT(m.shared_parameter_count(), s.shared_parameter_count());
 }
 
+TEST(Mappo, ActorGroupsOneActorPerGroupAndTheirChecks) {
+  auto comm = dist::Comm::world();
+  auto spec = tiny_spec();
+  MappoConfig cfg;
+  cfg.actor_groups = {0, 1, 0};
+  Mappo m(cfg, spec, comm, 3, 0, 3, 1, 5);
+  MappoConfig one;
+  Mappo s(one, spec, comm, 3, 0, 3, 1, 5);
+  // Two actors (shared, like the one actor of `s`): the shared set grows by one actor.
+  MappoConfig per;
+  per.share_actor = false;
+  Mappo p(per, spec, comm, 3, 0, 3, 1, 5);
+  const auto actor = s.shared_parameter_count() - p.shared_parameter_count();
+  EXPECT_GT(actor, 0);
+  EXPECT_EQ(m.shared_parameter_count(), s.shared_parameter_count() + actor);
+  // A model of two groups does not load into one of one group.
+  const auto dir = test::temp_dir("mappo-groups");
+  m.save(dir + "/m.pt");
+  EXPECT_THROW(s.load(dir + "/m.pt"), ConfigError);
+  Mappo m2(cfg, spec, comm, 3, 0, 3, 1, 9);
+  m2.load(dir + "/m.pt");
+  EXPECT_EQ(m.shared_parameter_digest(), m2.shared_parameter_digest());
+  auto bad = [&](std::vector<int> groups, bool share, const std::string& says) {
+    MappoConfig c;
+    c.actor_groups = std::move(groups);
+    c.share_actor = share;
+    try {
+      Mappo x(c, spec, comm, 3, 0, 3, 1, 5);
+      ADD_FAILURE() << "accepted groups: " << says;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  bad({0, 1}, true, "names 2 groups for 3 agents");
+  bad({0, 2, 0}, true, "group 1 has no agent");
+  bad({0, 1, 0}, false, "drop --no-share-actor");
+}
+
 TEST(Ippo, DecentralizedCriticLearnsTheBanditAndSeesOnlyTheActorInput) {
   auto comm = dist::Comm::world();
   const MappoConfig cfg = bandit_config("local");

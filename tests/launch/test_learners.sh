@@ -29,6 +29,8 @@ PY
 learns mappo --algo mappo --iterations 40 --lr-actor 0.003
 learns ippo --algo ippo --iterations 40 --lr-actor 0.003
 learns mappo-pooled --algo mappo --critic pooled --iterations 40 --lr-actor 0.003
+# Heterogeneous agents: one actor per group, each group's agents split over both ranks.
+learns mappo-groups --algo mappo --actor-groups 0,1,1,0 --iterations 40 --lr-actor 0.003
 learns dqn --algo dqn --iterations 60
 learns masac --algo masac --iterations 60
 learns maddpg --algo maddpg --iterations 60
@@ -41,3 +43,6 @@ done
 rm -rf straight crashed
 kill_resume_matches "pooled-critic MAPPO" 1:7 "${COMMON[@]}" --critic pooled --iterations 10 --eval-episodes 1
 pass "pooled-critic MAPPO: killed and resumed, the metrics equal the uninterrupted run's"
+rm -rf straight crashed
+kill_resume_matches "MAPPO with actor groups" 1:7 "${COMMON[@]}" --actor-groups 0,1,1,0 --iterations 10 --eval-episodes 1
+pass "MAPPO with actor groups: killed and resumed, the metrics equal the uninterrupted run's"
