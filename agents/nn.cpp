@@ -56,6 +56,32 @@ def actor_input(self, obs: Tensor, agent: int) -> Tensor:
 )";
 }
 
+const char* script_logits_head() {
+  return R"(
+def logits(self, obs: Tensor, agent: int) -> Tensor:
+    assert agent >= 0 and agent < self.num_agents, "agent index out of range"
+    x = self.actor_input(obs, agent)
+)";
+}
+
+const char* script_softmax_policy() {
+  return R"(
+def probs(self, obs: Tensor, agent: int) -> Tensor:
+    single = obs.dim() == 2
+    x = obs.unsqueeze(0) if single else obs
+    p = torch.softmax(self.logits(x, agent), -1)
+    return p[0] if single else p
+
+def forward(self, obs: Tensor, agent: int, deterministic: bool = False) -> Tuple[Tensor, Tensor]:
+    p = self.probs(obs, agent)
+    if deterministic:
+        action = torch.argmax(p, -1)
+    else:
+        action = torch.multinomial(p.reshape(-1, self.num_actions), 1).reshape(p.shape[:-1])
+    return p, action
+)";
+}
+
 std::string script_mlp(torch::jit::Module& mod, const std::string& prefix, const Mlp& net,
                        const std::string& indent) {
   std::ostringstream code;

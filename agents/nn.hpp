@@ -38,6 +38,14 @@ void agent_input(const GlobalObs& g, int num_public, int agent, float* x);
 /// agent_input(); the module needs int attributes num_agents and num_public.
 const char* script_agent_input();
 
+/// TorchScript of the first lines of `logits(self, obs, agent)` (obs [batch, num_agents,
+/// obs_dim]): the agent's input in `x`; the caller appends the network's lines and a return.
+const char* script_logits_head();
+/// TorchScript of `probs(self, obs, agent)` (the softmax of `logits`, for one observation
+/// [num_agents, obs_dim] or a batch) and `forward(self, obs, agent, deterministic)` -> (probs,
+/// action): the calling convention of every exported stochastic policy.
+const char* script_softmax_policy();
+
 /// Registers an MLP's weights on `mod` as `prefix_fcI_weight` ... and returns TorchScript lines
 /// that compute it from the variable `x` into `out` (indented by `indent`).
 std::string script_mlp(torch::jit::Module& mod, const std::string& prefix, const Mlp& net,

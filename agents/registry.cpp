@@ -86,6 +86,29 @@ LearnerEntry mappo_family(const std::string& name, bool central_critic) {
           }};
 }
 
+/// MASAC, and MADDPG (`maddpg`): one off-policy learner (agents/masac), the --sac-* options.
+LearnerEntry actor_critic_off_policy(const std::string& name, bool maddpg) {
+  return {name,
+          [](const LearnerConfigs& c) { c.masac.validate(); },
+          [](const LearnerConfigs&, const EnvSpec&) {},
+          [](const LearnerConfigs& c) { return c.masac.rollout_steps; },
+          [](const LearnerConfigs& c) { return c.masac.team_reward; },
+          [](const LearnerConfigs&) { return true; },
+          [maddpg](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n,
+                   int first, int k, int copies, std::uint64_t seed) {
+            return std::make_unique<Masac>(masac_config(c), spec, comm, n, first, k, copies, seed,
+                                           maddpg);
+          },
+          [name](const std::vector<const Learner*>& ranks, const std::string& path,
+                 const std::string& metadata, bool with_critic) {
+            MARLSCHED_REQUIRE(!with_critic, "--critic: " << name
+                                                         << "'s critics take the other agents' "
+                                                            "actions, so they are not exported; "
+                                                            "the policy is");
+            Masac::export_torchscript(as<Masac>(ranks), path, metadata);
+          }};
+}
+
 const std::vector<LearnerEntry>& table() {
   static const std::vector<LearnerEntry> t = {
       mappo_family("mappo", true),
@@ -135,39 +158,8 @@ const std::vector<LearnerEntry>& table() {
                          "export: two-timescale DQN (tsdqn) policies cannot be exported yet; "
                          "evaluate them with `marlsched eval --model RUN_DIR`");
        }},
-      {"masac", [](const LearnerConfigs& c) { c.masac.validate(); },
-       [](const LearnerConfigs&, const EnvSpec&) {},
-       [](const LearnerConfigs& c) { return c.masac.rollout_steps; },
-       [](const LearnerConfigs& c) { return c.masac.team_reward; },
-       [](const LearnerConfigs&) { return true; },
-       [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
-          int k, int copies, std::uint64_t seed) {
-         return std::make_unique<Masac>(masac_config(c), spec, comm, n, first, k, copies, seed);
-       },
-       [](const std::vector<const Learner*>& ranks, const std::string& path,
-          const std::string& metadata, bool with_critic) {
-         MARLSCHED_REQUIRE(!with_critic,
-                           "--critic: MASAC's critics take the other agents' actions, so they "
-                           "are not exported; the policy is");
-         Masac::export_torchscript(as<Masac>(ranks), path, metadata);
-       }},
-      {"maddpg", [](const LearnerConfigs& c) { c.masac.validate(); },
-       [](const LearnerConfigs&, const EnvSpec&) {},
-       [](const LearnerConfigs& c) { return c.masac.rollout_steps; },
-       [](const LearnerConfigs& c) { return c.masac.team_reward; },
-       [](const LearnerConfigs&) { return true; },
-       [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
-          int k, int copies, std::uint64_t seed) {
-         return std::make_unique<Masac>(masac_config(c), spec, comm, n, first, k, copies, seed,
-                                        true);
-       },
-       [](const std::vector<const Learner*>& ranks, const std::string& path,
-          const std::string& metadata, bool with_critic) {
-         MARLSCHED_REQUIRE(!with_critic,
-                           "--critic: MADDPG's critics take the other agents' actions, so they "
-                           "are not exported; the policy is");
-         Masac::export_torchscript(as<Masac>(ranks), path, metadata);
-       }},
+      actor_critic_off_policy("masac", false),
+      actor_critic_off_policy("maddpg", true),
   };
   return t;
 }

@@ -591,11 +591,7 @@ void Mappo::export_torchscript(const std::vector<const Mappo*>& ranks, const std
   auto mod = nn::policy_module(m0.n, m0.d, m0.pub, m0.na, metadata);
 
   std::ostringstream src;
-  src << nn::script_agent_input() << R"(
-def logits(self, obs: Tensor, agent: int) -> Tensor:
-    assert agent >= 0 and agent < self.num_agents, "agent index out of range"
-    x = self.actor_input(obs, agent)
-)";
+  src << nn::script_agent_input() << nn::script_logits_head();
   if (m0.cfg.share_actor && m0.group_of.empty()) {
     src << script_mlp(mod, "actor", m0.actors[0], "    ") << "    return out\n";
   } else if (m0.cfg.share_actor) {
@@ -612,21 +608,7 @@ def logits(self, obs: Tensor, agent: int) -> Tensor:
                     "exported " << nets.size() << " actors for " << m0.n << " agents");
     src << nn::script_per_agent(mod, "actor", nets);
   }
-  src << R"(
-def probs(self, obs: Tensor, agent: int) -> Tensor:
-    single = obs.dim() == 2
-    x = obs.unsqueeze(0) if single else obs
-    p = torch.softmax(self.logits(x, agent), -1)
-    return p[0] if single else p
-
-def forward(self, obs: Tensor, agent: int, deterministic: bool = False) -> Tuple[Tensor, Tensor]:
-    p = self.probs(obs, agent)
-    if deterministic:
-        action = torch.argmax(p, -1)
-    else:
-        action = torch.multinomial(p.reshape(-1, self.num_actions), 1).reshape(p.shape[:-1])
-    return p, action
-)";
+  src << nn::script_softmax_policy();
   if (with_critic) {
     mod.register_attribute("value_mean", c10::FloatType::get(),
                            m0.cfg.value_norm ? m0.vnorm.mean : 0.0);

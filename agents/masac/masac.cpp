@@ -690,27 +690,9 @@ void Masac::export_torchscript(const std::vector<const Masac*>& ranks, const std
   const Impl& m0 = *ranks.front()->impl_;
   auto mod = nn::policy_module(m0.n, m0.d, m0.pub, m0.na, metadata);
   std::ostringstream src;
-  src << nn::script_agent_input() << R"(
-def logits(self, obs: Tensor, agent: int) -> Tensor:
-    assert agent >= 0 and agent < self.num_agents, "agent index out of range"
-    x = self.actor_input(obs, agent)
-)" << nn::script_mlp(mod, "actor", m0.actor, "    ")
-      << R"(    return out
-
-def probs(self, obs: Tensor, agent: int) -> Tensor:
-    single = obs.dim() == 2
-    x = obs.unsqueeze(0) if single else obs
-    p = torch.softmax(self.logits(x, agent), -1)
-    return p[0] if single else p
-
-def forward(self, obs: Tensor, agent: int, deterministic: bool = False) -> Tuple[Tensor, Tensor]:
-    p = self.probs(obs, agent)
-    if deterministic:
-        action = torch.argmax(p, -1)
-    else:
-        action = torch.multinomial(p.reshape(-1, self.num_actions), 1).reshape(p.shape[:-1])
-    return p, action
-)";
+  src << nn::script_agent_input() << nn::script_logits_head()
+      << nn::script_mlp(mod, "actor", m0.actor, "    ") << "    return out\n"
+      << nn::script_softmax_policy();
   mod.define(src.str());
   mod.eval();
   std::ostringstream bytes;

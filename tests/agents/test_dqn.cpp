@@ -6,22 +6,14 @@
 #include "agents/dqn/dqn.hpp"
 #include "agents/exported/torchscript_policy.hpp"
 #include "agents/registry.hpp"
+#include "bandit.hpp"
 #include "core/rng.hpp"
 #include "test_util.hpp"
 
 using namespace marlsched;
 
 namespace {
-EnvSpec bandit_spec() {
-  EnvSpec s;
-  s.name = "bandit";
-  s.obs_fields = {"x", "y"};
-  s.num_public = 1;
-  s.action_names = {"a0", "a1", "a2"};
-  s.reward_components = {"r"};
-  s.episode_length = 8;
-  return s;
-}
+using test::Bandit;
 
 DqnConfig small() {
   DqnConfig c;
@@ -37,37 +29,6 @@ DqnConfig small() {
   return c;
 }
 
-/// A contextual bandit: x = +1 pays action 1, x = -1 pays action 2 (reward 1, else 0).
-/// Episodes of 8 steps end by truncation, so bootstrapping from terminal observations runs too.
-struct Bandit {
-  std::vector<float> obs{1.f, 0.f};
-  EnvSpec spec = bandit_spec();
-  PolicyInput input() { return test::one_copy_input(spec, obs); }
-  int best() const { return obs[0] > 0 ? 1 : 2; }
-};
-
-void train(Dqn& q, Bandit& b, int iterations, int& t) {
-  std::vector<int> a;
-  StepFeedback fb;
-  fb.reward = {0.f};
-  fb.done = {0};
-  fb.truncated = {0};
-  std::vector<float> terminal(2);
-  for (int it = 0; it < iterations; ++it) {
-    q.set_training(true);
-    for (int s = 0; s < 32; ++s, ++t) {
-      q.act(b.input(), a);
-      fb.reward[0] = a[0] == b.best() ? 1.f : 0.f;
-      b.obs[0] = (t * 7 + 3) % 5 < 2 ? 1.f : -1.f;  // the next context
-      fb.done[0] = fb.truncated[0] = (t % 8 == 7) ? 1 : 0;
-      terminal = b.obs;
-      fb.terminal = {GlobalObs{terminal.data(), 1, 2}};
-      q.record(fb);
-    }
-    const auto st = q.update(b.input());
-    ASSERT_EQ(st.values.size(), q.stat_names().size());
-  }
-}
 }  // namespace
 
 class DqnTargets : public ::testing::TestWithParam<bool> {};
@@ -81,7 +42,7 @@ TEST_P(DqnTargets, LearnsAContextualBanditAndAnnealsEpsilon) {
   Dqn q(cfg, b.spec, self, 1, 0, 1, 1, 7);
   EXPECT_DOUBLE_EQ(q.epsilon(), 1.0);
   int t = 0;
-  train(q, b, 40, t);
+  test::train_bandit(q, b, 40, t);
   EXPECT_NEAR(q.epsilon(), 0.05, 1e-12);
   EXPECT_GT(q.replay_size(), 1000);
   for (float x : {1.f, -1.f}) {
@@ -106,7 +67,7 @@ TEST(Dqn, SaveLoadContinuesExactlyAndChecksTheLayout) {
   Bandit b1, b2;
   Dqn a(small(), b1.spec, self, 1, 0, 1, 1, 11);
   int t1 = 0;
-  train(a, b1, 6, t1);
+  test::train_bandit(a, b1, 6, t1);
   const auto dir = test::temp_dir("dqn-save");
   a.save(dir + "/m.pt");
   Dqn b(small(), b2.spec, self, 1, 0, 1, 1, 99);  // other seed: everything comes from the file
@@ -115,8 +76,8 @@ TEST(Dqn, SaveLoadContinuesExactlyAndChecksTheLayout) {
   EXPECT_DOUBLE_EQ(a.epsilon(), b.epsilon());
   b2.obs = b1.obs;
   int t2 = t1;
-  train(a, b1, 3, t1);
-  train(b, b2, 3, t2);
+  test::train_bandit(a, b1, 3, t1);
+  test::train_bandit(b, b2, 3, t2);
   EXPECT_EQ(a.q_values(b1.input().global[0], 0), b.q_values(b2.input().global[0], 0));
   DqnConfig other = small();
   other.hidden = {32};

@@ -7,22 +7,14 @@
 #include "agents/exported/torchscript_policy.hpp"
 #include "agents/masac/masac.hpp"
 #include "agents/registry.hpp"
+#include "bandit.hpp"
 #include "core/rng.hpp"
 #include "test_util.hpp"
 
 using namespace marlsched;
 
 namespace {
-EnvSpec bandit_spec() {
-  EnvSpec s;
-  s.name = "bandit";
-  s.obs_fields = {"x", "y"};
-  s.num_public = 1;
-  s.action_names = {"a0", "a1", "a2"};
-  s.reward_components = {"r"};
-  s.episode_length = 8;
-  return s;
-}
+using test::Bandit;
 
 MasacConfig small() {
   MasacConfig c;
@@ -39,37 +31,6 @@ MasacConfig small() {
   return c;
 }
 
-/// A contextual bandit for one agent: x = +1 pays action 1, x = -1 pays action 2 (reward 1, else
-/// 0). Episodes of 8 steps end by truncation, so bootstrapping from terminal observations runs.
-struct Bandit {
-  std::vector<float> obs{1.f, 0.f};
-  EnvSpec spec = bandit_spec();
-  PolicyInput input() { return test::one_copy_input(spec, obs); }
-  int best() const { return obs[0] > 0 ? 1 : 2; }
-};
-
-void train(Masac& l, Bandit& b, int iterations, int& t) {
-  std::vector<int> a;
-  StepFeedback fb;
-  fb.reward = {0.f};
-  fb.done = {0};
-  fb.truncated = {0};
-  std::vector<float> terminal(2);
-  for (int it = 0; it < iterations; ++it) {
-    l.set_training(true);
-    for (int s = 0; s < 32; ++s, ++t) {
-      l.act(b.input(), a);
-      fb.reward[0] = a[0] == b.best() ? 1.f : 0.f;
-      b.obs[0] = (t * 7 + 3) % 5 < 2 ? 1.f : -1.f;  // the next context
-      fb.done[0] = fb.truncated[0] = (t % 8 == 7) ? 1 : 0;
-      terminal = b.obs;
-      fb.terminal = {GlobalObs{terminal.data(), 1, 2}};
-      l.record(fb);
-    }
-    const auto st = l.update(b.input());
-    ASSERT_EQ(st.values.size(), l.stat_names().size());
-  }
-}
 }  // namespace
 
 TEST(Masac, LearnsAContextualBanditAndTunesItsTemperature) {
@@ -78,7 +39,7 @@ TEST(Masac, LearnsAContextualBanditAndTunesItsTemperature) {
   Masac l(small(), b.spec, self, 1, 0, 1, 1, 7);
   EXPECT_NEAR(l.alpha(), 0.2, 1e-6);
   int t = 0;
-  train(l, b, 40, t);
+  test::train_bandit(l, b, 40, t);
   EXPECT_EQ(l.replay_size(), 40 * 32);
   for (float x : {1.f, -1.f}) {
     b.obs[0] = x;
@@ -100,7 +61,7 @@ TEST(Masac, SaveLoadContinuesExactlyAndChecksTheLayout) {
   Bandit b1, b2;
   Masac a(small(), b1.spec, self, 1, 0, 1, 1, 11);
   int t1 = 0;
-  train(a, b1, 6, t1);
+  test::train_bandit(a, b1, 6, t1);
   const auto dir = test::temp_dir("masac-save");
   a.save(dir + "/m.pt");
   Masac b(small(), b2.spec, self, 1, 0, 1, 1, 99);  // other seed: everything comes from the file
@@ -110,8 +71,8 @@ TEST(Masac, SaveLoadContinuesExactlyAndChecksTheLayout) {
   EXPECT_EQ(a.shared_parameter_digest(), b.shared_parameter_digest());
   b2.obs = b1.obs;
   int t2 = t1;
-  train(a, b1, 3, t1);
-  train(b, b2, 3, t2);
+  test::train_bandit(a, b1, 3, t1);
+  test::train_bandit(b, b2, 3, t2);
   EXPECT_EQ(a.action_probs(b1.input().global[0], 0), b.action_probs(b2.input().global[0], 0));
   EXPECT_EQ(a.shared_parameter_digest(), b.shared_parameter_digest());
   Masac two(small(), b1.spec, self, 2, 0, 2, 1, 1);  // another layout
@@ -171,15 +132,15 @@ TEST(Maddpg, LearnsAContextualBanditAndResumesExactly) {
   Masac a(small(), b1.spec, self, 1, 0, 1, 1, 7, /*maddpg=*/true);
   EXPECT_EQ(a.name(), "maddpg");
   int t1 = 0;
-  train(a, b1, 30, t1);
+  test::train_bandit(a, b1, 30, t1);
   const auto dir = test::temp_dir("maddpg-save");
   a.save(dir + "/m.pt");
   Masac b(small(), b2.spec, self, 1, 0, 1, 1, 99, true);
   b.load(dir + "/m.pt");
   b2.obs = b1.obs;
   int t2 = t1;
-  train(a, b1, 10, t1);
-  train(b, b2, 10, t2);
+  test::train_bandit(a, b1, 10, t1);
+  test::train_bandit(b, b2, 10, t2);
   EXPECT_EQ(a.shared_parameter_digest(), b.shared_parameter_digest());
   for (float x : {1.f, -1.f}) {
     b1.obs[0] = x;

@@ -1,0 +1,58 @@
+#pragma once
+/// A contextual bandit that the off-policy learners' unit tests (DQN, MASAC, MADDPG) learn: one
+/// agent, observation (x, y); x = +1 pays action 1, x = -1 pays action 2 (reward 1, else 0).
+/// Episodes of 8 steps end by truncation, so bootstrapping from terminal observations runs too.
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "agents/learner.hpp"
+#include "test_util.hpp"
+
+namespace marlsched::test {
+
+inline EnvSpec bandit_spec() {
+  EnvSpec s;
+  s.name = "bandit";
+  s.obs_fields = {"x", "y"};
+  s.num_public = 1;
+  s.action_names = {"a0", "a1", "a2"};
+  s.reward_components = {"r"};
+  s.episode_length = 8;
+  return s;
+}
+
+struct Bandit {
+  std::vector<float> obs{1.f, 0.f};
+  EnvSpec spec = bandit_spec();
+  PolicyInput input() { return one_copy_input(spec, obs); }
+  int best() const { return obs[0] > 0 ? 1 : 2; }
+};
+
+/// Trains `l` for `iterations` of 32 steps; `t` counts steps across calls (it drives the
+/// contexts, so two learners fed the same `t` see the same ones).
+inline void train_bandit(Learner& l, Bandit& b, int iterations, int& t) {
+  std::vector<int> a;
+  StepFeedback fb;
+  fb.reward = {0.f};
+  fb.done = {0};
+  fb.truncated = {0};
+  std::vector<float> terminal(2);
+  for (int it = 0; it < iterations; ++it) {
+    l.set_training(true);
+    for (int s = 0; s < 32; ++s, ++t) {
+      l.act(b.input(), a);
+      fb.reward[0] = a[0] == b.best() ? 1.f : 0.f;
+      b.obs[0] = (t * 7 + 3) % 5 < 2 ? 1.f : -1.f;  // the next context
+      fb.done[0] = fb.truncated[0] = (t % 8 == 7) ? 1 : 0;
+      terminal = b.obs;
+      fb.terminal = {GlobalObs{terminal.data(), 1, 2}};
+      l.record(fb);
+    }
+    const auto st = l.update(b.input());
+    ASSERT_EQ(st.values.size(), l.stat_names().size());
+  }
+}
+
+}  // namespace marlsched::test
