@@ -38,10 +38,7 @@ void DqnConfig::bind(OptionBinder& b) {
 }
 
 void DqnConfig::validate() const {
-  auto positive = [](double v, const char* flag) {
-    MARLSCHED_REQUIRE(v > 0 && std::isfinite(v), "--" << flag << " must be positive, got " << v);
-  };
-  positive(lr, "dqn-lr");
+  require_positive(lr, "dqn-lr");
   MARLSCHED_REQUIRE(gamma >= 0 && gamma < 1, "--dqn-gamma must be in [0, 1), got " << gamma);
   MARLSCHED_REQUIRE(!hidden.empty(), "--dqn-hidden needs at least one layer");
   for (int h : hidden) MARLSCHED_REQUIRE(h > 0, "--dqn-hidden sizes must be positive");
@@ -57,8 +54,8 @@ void DqnConfig::validate() const {
   for (double v : {eps_start, eps_end, eps_eval})
     MARLSCHED_REQUIRE(v >= 0 && v <= 1, "ε values (--dqn-eps-*) must be in [0, 1], got " << v);
   MARLSCHED_REQUIRE(eps_decay >= 1, "--dqn-eps-decay must be >= 1");
-  positive(huber_delta, "dqn-huber-delta");
-  positive(max_grad_norm, "dqn-max-grad-norm");
+  require_positive(huber_delta, "dqn-huber-delta");
+  require_positive(max_grad_norm, "dqn-max-grad-norm");
   MARLSCHED_REQUIRE(team_reward >= 0 && team_reward <= 1, "--dqn-team-reward must be in [0, 1]");
   MARLSCHED_REQUIRE(rollout_steps >= 1, "--dqn-rollout-steps must be >= 1");
 }

@@ -53,21 +53,18 @@ void MappoConfig::bind(OptionBinder& b) {
 }
 
 void MappoConfig::validate() const {
-  auto positive = [](double v, const char* flag) {
-    MARLSCHED_REQUIRE(v > 0 && std::isfinite(v), "--" << flag << " must be positive, got " << v);
-  };
-  positive(lr_actor, "lr-actor");
-  positive(lr_critic, "lr-critic");
+  require_positive(lr_actor, "lr-actor");
+  require_positive(lr_critic, "lr-critic");
   MARLSCHED_REQUIRE(gamma > 0 && gamma <= 1, "--gamma must be in (0, 1], got " << gamma);
   MARLSCHED_REQUIRE(gae_lambda >= 0 && gae_lambda <= 1, "--gae-lambda must be in [0, 1]");
-  positive(clip, "clip");
+  require_positive(clip, "clip");
   MARLSCHED_REQUIRE(epochs >= 1, "--epochs must be >= 1, got " << epochs);
   MARLSCHED_REQUIRE(minibatches >= 1, "--minibatches must be >= 1, got " << minibatches);
   MARLSCHED_REQUIRE(entropy_coef >= 0 && std::isfinite(entropy_coef),
                     "--entropy-coef must be >= 0");
-  positive(value_coef, "value-coef");
-  positive(huber_delta, "huber-delta");
-  positive(max_grad_norm, "max-grad-norm");
+  require_positive(value_coef, "value-coef");
+  require_positive(huber_delta, "huber-delta");
+  require_positive(max_grad_norm, "max-grad-norm");
   MARLSCHED_REQUIRE(!actor_hidden.empty() && !critic_hidden.empty(),
                     "--actor-hidden and --critic-hidden need at least one layer");
   for (int h : actor_hidden) MARLSCHED_REQUIRE(h > 0, "--actor-hidden sizes must be positive");

@@ -36,14 +36,11 @@ void MasacConfig::bind(OptionBinder& b) {
 }
 
 void MasacConfig::validate() const {
-  auto positive = [](double v, const char* flag) {
-    MARLSCHED_REQUIRE(v > 0 && std::isfinite(v), "--" << flag << " must be positive, got " << v);
-  };
-  positive(lr_actor, "sac-lr-actor");
-  positive(lr_critic, "sac-lr-critic");
-  positive(lr_alpha, "sac-lr-alpha");
-  positive(init_alpha, "sac-init-alpha");
-  positive(max_grad_norm, "sac-max-grad-norm");
+  require_positive(lr_actor, "sac-lr-actor");
+  require_positive(lr_critic, "sac-lr-critic");
+  require_positive(lr_alpha, "sac-lr-alpha");
+  require_positive(init_alpha, "sac-init-alpha");
+  require_positive(max_grad_norm, "sac-max-grad-norm");
   MARLSCHED_REQUIRE(gamma >= 0 && gamma < 1, "--sac-gamma must be in [0, 1), got " << gamma);
   MARLSCHED_REQUIRE(tau > 0 && tau <= 1, "--sac-tau must be in (0, 1], got " << tau);
   for (const auto* h : {&actor_hidden, &critic_hidden}) {

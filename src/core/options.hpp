@@ -4,9 +4,12 @@
 /// `agents/` never depend on CLI11: `launch/` implements it with CLI11 (flags and the TOML config
 /// file), tests can implement it with anything. Flags are long names without the leading "--".
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "core/error.hpp"
 
 namespace marlsched {
 
@@ -27,5 +30,11 @@ class OptionBinder {
   virtual void add(const std::string& flag, std::vector<std::string>& value,
                    const std::string& help) = 0;
 };
+
+/// Throws ConfigError "--FLAG must be positive, got V" unless `v` is finite and > 0 (for the
+/// validate() of config structs).
+inline void require_positive(double v, const char* flag) {
+  MARLSCHED_REQUIRE(v > 0 && std::isfinite(v), "--" << flag << " must be positive, got " << v);
+}
 
 }  // namespace marlsched
