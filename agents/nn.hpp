@@ -77,6 +77,12 @@ inline torch::Tensor host(const torch::Tensor& t) {
   return t.to(torch::kCPU).contiguous();
 }
 
+/// Host rows `v` ([rows, cols] floats) as a tensor on `dev` (no copy on the CPU: it views `v`).
+inline torch::Tensor blob(std::vector<float>& v, std::int64_t rows, std::int64_t cols,
+                          const torch::Device& dev) {
+  return torch::from_blob(v.data(), {rows, cols}, torch::kFloat32).to(dev);
+}
+
 /// Seconds on a monotonic clock.
 double now();
 

@@ -88,12 +88,6 @@ struct Replay {
   }
 };
 
-/// Host rows as a tensor on `dev` (no copy on the CPU).
-torch::Tensor blob(std::vector<float>& v, std::int64_t rows, std::int64_t cols,
-                   const torch::Device& dev) {
-  return torch::from_blob(v.data(), {rows, cols}, torch::kFloat32).to(dev);
-}
-
 }  // namespace
 
 struct Dqn::Impl {
@@ -178,7 +172,7 @@ struct Dqn::Impl {
     torch::NoGradGuard g;
     std::vector<float> out(static_cast<std::size_t>(rows * na));
     if (cfg.share) {
-      auto q = nn::host(online[0].ptr()->forward(blob(x, rows, in, dev)));
+      auto q = nn::host(online[0].ptr()->forward(nn::blob(x, rows, in, dev)));
       std::copy(q.data_ptr<float>(), q.data_ptr<float>() + rows * na, out.begin());
       return out;
     }
@@ -189,7 +183,8 @@ struct Dqn::Impl {
                    x.begin() + static_cast<std::ptrdiff_t>(r + 1) * in);
       const int m = static_cast<int>(sub.size()) / in;
       if (m == 0) continue;
-      auto q = nn::host(online[static_cast<std::size_t>(kk)].ptr()->forward(blob(sub, m, in, dev)));
+      auto q =
+          nn::host(online[static_cast<std::size_t>(kk)].ptr()->forward(nn::blob(sub, m, in, dev)));
       const float* p = q.data_ptr<float>();
       for (int j = 0; j < m; ++j)
         std::copy(p + j * na, p + (j + 1) * na,
@@ -336,7 +331,7 @@ UpdateStats Dqn::update(const PolicyInput& last) {
       }
       const double t0 = nn::now();
       auto& net = m.online[i];
-      auto X = blob(bx, B, m.in, m.dev), X2 = blob(bx2, B, m.in, m.dev);
+      auto X = nn::blob(bx, B, m.in, m.dev), X2 = nn::blob(bx2, B, m.in, m.dev);
       auto A = torch::from_blob(ba.data(), {B, 1}, torch::kInt64).to(m.dev);
       auto R = torch::from_blob(br.data(), {B}, torch::kFloat32).to(m.dev);
       auto T = torch::from_blob(bt.data(), {B}, torch::kFloat32).to(m.dev);
@@ -549,7 +544,7 @@ std::vector<float> Dqn::q_values(const GlobalObs& g, int local_agent) const {
   nn::agent_input(g, m.pub, m.first + local_agent, x.data());
   torch::NoGradGuard guard;
   auto q = m.online[static_cast<std::size_t>(m.net_of(local_agent))].ptr()->forward(
-      blob(x, 1, m.in, m.dev));
+      nn::blob(x, 1, m.in, m.dev));
   q = nn::host(q);
   return std::vector<float>(q.data_ptr<float>(), q.data_ptr<float>() + m.na);
 }

@@ -89,11 +89,6 @@ struct Replay {
   }
 };
 
-torch::Tensor blob(std::vector<float>& v, std::int64_t rows, std::int64_t cols,
-                   const torch::Device& dev) {
-  return torch::from_blob(v.data(), {rows, cols}, torch::kFloat32).to(dev);
-}
-
 template <typename T>
 torch::Tensor saved(const std::vector<T>& v, torch::ScalarType type) {
   return torch::from_blob(const_cast<T*>(v.data()), {static_cast<std::int64_t>(v.size())}, type)
@@ -159,13 +154,7 @@ struct Masac::Impl {
     t1 = nn::Mlp(cin, cfg.critic_hidden, na, 1.0);
     t2 = nn::Mlp(cin, cfg.critic_hidden, na, 1.0);
     log_alpha = torch::full({1}, std::log(cfg.init_alpha), torch::kFloat32);
-    std::vector<torch::Tensor> all = actor->parameters();
-    for (auto* net : {&q1, &q2}) {
-      auto p = (*net)->parameters();
-      all.insert(all.end(), p.begin(), p.end());
-    }
-    all.push_back(log_alpha);
-    dist::broadcast_parameters(all, comm);  // every rank starts from rank 0's parameters
+    dist::broadcast_parameters(shared(), comm);  // every rank starts from rank 0's parameters
     ta = nn::Mlp(in, cfg.actor_hidden, na, 0.01);
     for (auto* net : {&actor, &q1, &q2, &t1, &t2, &ta}) (*net)->to(dev);
     log_alpha = log_alpha.to(dev).set_requires_grad(true);
@@ -194,11 +183,21 @@ struct Masac::Impl {
     return p;
   }
 
+  /// What every rank holds identically: actor, critics, log α (targets follow from them).
+  std::vector<torch::Tensor> shared() const {
+    auto p = actor->parameters();
+    for (const auto& t : critics()) p.push_back(t);
+    p.push_back(log_alpha);
+    return p;
+  }
+
   double alpha() const { return std::exp(nn::host(log_alpha.detach()).item<double>()); }
 
+  /// Polyak step of the targets toward the online networks (the target actor: MADDPG only).
   void sync_targets(double rate) {
     torch::NoGradGuard g;
     for (auto [src, dst] : {std::pair{&q1, &t1}, std::pair{&q2, &t2}, std::pair{&actor, &ta}}) {
+      if (dst == &ta && !ddpg) continue;  // SAC samples next actions from the online actor
       auto s = (*src)->parameters();
       auto t = (*dst)->parameters();
       for (std::size_t j = 0; j < s.size(); ++j) t[j].mul_(1.0 - rate).add_(s[j], rate);
@@ -303,7 +302,7 @@ void Masac::act(const PolicyInput& pin, std::vector<int>& actions) {
       nn::agent_input(pin.global[static_cast<std::size_t>(c)], m.pub, m.first + kk,
                       x.data() + static_cast<std::ptrdiff_t>(c * m.k + kk) * m.in);
   torch::NoGradGuard guard;
-  const auto probs = torch::softmax(m.actor->forward(blob(x, rows, m.in, m.dev)), 1);
+  const auto probs = torch::softmax(m.actor->forward(nn::blob(x, rows, m.in, m.dev)), 1);
   const auto p = nn::host(probs);
   std::vector<std::int64_t> chosen;
   if (!m.training && m.deterministic) {
@@ -321,24 +320,19 @@ void Masac::act(const PolicyInput& pin, std::vector<int>& actions) {
   }
   if (!m.training) return;
   // The joint action: every rank's agents' choices, [copy][agent] (one allgather per step).
-  std::vector<std::int64_t> mine(static_cast<std::size_t>(rows)),
-      all(static_cast<std::size_t>(rows * m.comm.size()));
-  std::copy(chosen.begin(), chosen.end(), mine.begin());
-  m.comm.allgather(mine.data(), rows, all.data());
-  m.last_joint.assign(static_cast<std::size_t>(m.e * m.n), 0);
   // Ranks host equal contiguous agent ranges: rank r has agents r·k ... r·k + k - 1.
-  const int per_rank_agents = m.k;
-  MARLSCHED_CHECK(m.first == m.comm.rank() * m.k, "masac: agents are not laid out rank by rank");
+  MARLSCHED_CHECK(m.first == m.comm.rank() * m.k && m.comm.size() * m.k == m.n,
+                  "masac: agents are not laid out rank by rank");
+  std::vector<std::int64_t> all(static_cast<std::size_t>(rows * m.comm.size()));
+  m.comm.allgather(chosen.data(), rows, all.data());  // [rank][copy][k]
+  m.last_joint.resize(static_cast<std::size_t>(m.e * m.n));
   for (int rk = 0; rk < m.comm.size(); ++rk)
     for (int c = 0; c < m.e; ++c)
-      for (int kk = 0; kk < per_rank_agents; ++kk) {
-        const int agent = rk * per_rank_agents + kk;
-        MARLSCHED_CHECK(agent < m.n, "masac: ranks host more agents than the env has");
-        m.last_joint[static_cast<std::size_t>(c * m.n + agent)] =
+      for (int kk = 0; kk < m.k; ++kk)
+        m.last_joint[static_cast<std::size_t>(c * m.n + rk * m.k + kk)] =
             all[static_cast<std::size_t>(rk * rows + c * m.k + kk)];
-      }
   // Soft values of this rank's agents at these states, for the trajectory logs.
-  auto G = blob(m.last_g, m.e, m.gw, m.dev).repeat_interleave(m.k, 0);
+  auto G = nn::blob(m.last_g, m.e, m.gw, m.dev).repeat_interleave(m.k, 0);
   auto J = torch::from_blob(m.last_joint.data(), {m.e, m.n}, torch::kInt64)
                .to(m.dev)
                .repeat_interleave(m.k, 0);
@@ -361,16 +355,15 @@ void Masac::record(const StepFeedback& fb) {
   auto& m = *impl_;
   MARLSCHED_CHECK(m.training, "record() outside training mode");
   MARLSCHED_CHECK(static_cast<int>(fb.reward.size()) == m.e * m.k, "feedback has wrong size");
-  std::vector<float> g2(static_cast<std::size_t>(m.gw));
   for (int c = 0; c < m.e; ++c) {
     const auto cu = static_cast<std::size_t>(c);
     const float* g = m.last_g.data() + cu * static_cast<std::size_t>(m.gw);
     const std::int64_t* joint = m.last_joint.data() + cu * static_cast<std::size_t>(m.n);
     const float* r = fb.reward.data() + cu * static_cast<std::size_t>(m.k);
-    if (fb.done[cu]) {
+    if (fb.done[cu]) {  // the next state is the terminal observation, known now
       const GlobalObs& t = fb.terminal[cu];
-      std::copy(t.data, t.data + m.gw, g2.begin());
-      m.replay.push(g, joint, r, !fb.truncated[cu], g2.data());
+      MARLSCHED_CHECK(t.num_agents == m.n && t.obs_dim == m.d, "masac: bad terminal observation");
+      m.replay.push(g, joint, r, !fb.truncated[cu], t.data);
     } else {
       std::copy(g, g + m.gw, m.pend_g.begin() + static_cast<std::ptrdiff_t>(cu) * m.gw);
       std::copy(joint, joint + m.n, m.pend_a.begin() + static_cast<std::ptrdiff_t>(cu) * m.n);
@@ -412,7 +405,7 @@ UpdateStats Masac::update(const PolicyInput& last) {
       bi[bu] = m.first + static_cast<std::int64_t>(kk);
     }
     const double t0 = nn::now();
-    auto S = blob(bs, B, m.gw, m.dev), S2 = blob(bs2, B, m.gw, m.dev);
+    auto S = nn::blob(bs, B, m.gw, m.dev), S2 = nn::blob(bs2, B, m.gw, m.dev);
     auto J = torch::from_blob(ba.data(), {B, m.n}, torch::kInt64).to(m.dev);
     auto I = torch::from_blob(bi.data(), {B}, torch::kInt64).to(m.dev);
     auto R = torch::from_blob(br.data(), {B}, torch::kFloat32).to(m.dev);
@@ -423,26 +416,22 @@ UpdateStats Masac::update(const PolicyInput& last) {
     // the agent's own next action in expectation (discrete soft value). MADDPG: every agent's
     // next action sampled from the target actor (a hard Gumbel-softmax sample).
     torch::Tensor y;
-    if (m.ddpg) {
+    {
       torch::NoGradGuard g;
       auto x2 = m.all_agent_inputs(bs2.data(), B);
-      auto p2 = torch::softmax(m.ta->forward(blob(x2, B * m.n, m.in, m.dev)), 1);
-      auto next = m.sample(p2, m.sample_rng);
+      auto& next_actor = m.ddpg ? m.ta : m.actor;
+      auto p2 = torch::softmax(next_actor->forward(nn::blob(x2, B * m.n, m.in, m.dev)), 1);
+      auto next = m.sample(p2, m.sample_rng);  // [B·n]
       auto J2 = torch::from_blob(next.data(), {B, m.n}, torch::kInt64).clone().to(m.dev);
       auto cx2 = m.critic_input(S2, J2, I);
       auto qt = torch::min(m.t1->forward(cx2), m.t2->forward(cx2));
-      auto v2 = qt.gather(1, J2.index({rows, I}).unsqueeze(1)).squeeze(1);
-      y = R + static_cast<float>(m.cfg.gamma) * (1.0f - T) * v2;
-    } else {
-      torch::NoGradGuard g;
-      auto x2 = m.all_agent_inputs(bs2.data(), B);
-      auto p2 = torch::softmax(m.actor->forward(blob(x2, B * m.n, m.in, m.dev)), 1);  // [B·n, na]
-      auto next = m.sample(p2, m.sample_rng);
-      auto J2 = torch::from_blob(next.data(), {B, m.n}, torch::kInt64).clone().to(m.dev);
-      auto own2 = p2.reshape({B, m.n, m.na}).index({rows, I});  // [B, na]
-      auto cx2 = m.critic_input(S2, J2, I);
-      auto qt = torch::min(m.t1->forward(cx2), m.t2->forward(cx2));
-      auto v2 = (own2 * (qt - alpha * torch::log(own2.clamp_min(1e-30)))).sum(1);
+      torch::Tensor v2;
+      if (m.ddpg) {
+        v2 = qt.gather(1, J2.index({rows, I}).unsqueeze(1)).squeeze(1);
+      } else {
+        auto own2 = p2.reshape({B, m.n, m.na}).index({rows, I});  // [B, na]
+        v2 = (own2 * (qt - alpha * torch::log(own2.clamp_min(1e-30)))).sum(1);
+      }
       y = R + static_cast<float>(m.cfg.gamma) * (1.0f - T) * v2;
     }
     auto cx = m.critic_input(S, J, I);
@@ -463,7 +452,7 @@ UpdateStats Masac::update(const PolicyInput& last) {
       nn::agent_input(GlobalObs{bs.data() + static_cast<std::ptrdiff_t>(b) * m.gw, m.n, m.d}, m.pub,
                       static_cast<int>(bi[static_cast<std::size_t>(b)]),
                       xa.data() + static_cast<std::ptrdiff_t>(b) * m.in);
-    auto logits = m.actor->forward(blob(xa, B, m.in, m.dev));
+    auto logits = m.actor->forward(nn::blob(xa, B, m.in, m.dev));
     auto logp = torch::log_softmax(logits, 1);
     auto p = logp.exp();
     torch::Tensor qmin;
@@ -479,7 +468,7 @@ UpdateStats Masac::update(const PolicyInput& last) {
       std::vector<float> gumbel(static_cast<std::size_t>(B * m.na));
       for (auto& v : gumbel)
         v = static_cast<float>(-std::log(-std::log(m.sample_rng.uniform(1e-20, 1.0))));
-      auto soft = torch::softmax(logits + blob(gumbel, B, m.na, m.dev), 1);
+      auto soft = torch::softmax(logits + nn::blob(gumbel, B, m.na, m.dev), 1);
       auto hard = torch::one_hot(soft.argmax(1), m.na).to(torch::kFloat32);
       auto onehot = hard - soft.detach() + soft;
       actor_loss = -(onehot * qmin).sum(1).mean() + 1e-3 * logits.pow(2).mean();
@@ -657,19 +646,11 @@ void Masac::load(const std::string& path) {
 }
 
 bool Masac::shared_parameters_identical() const {
-  const auto& m = *impl_;
-  auto p = m.actor->parameters();
-  for (const auto& t : m.critics()) p.push_back(t);
-  p.push_back(m.log_alpha);
-  return dist::parameters_identical(p, m.comm);
+  return dist::parameters_identical(impl_->shared(), impl_->comm);
 }
 
 std::uint64_t Masac::shared_parameter_digest() const {
-  const auto& m = *impl_;
-  auto p = m.actor->parameters();
-  for (const auto& t : m.critics()) p.push_back(t);
-  p.push_back(m.log_alpha);
-  return dist::parameter_digest(p);
+  return dist::parameter_digest(impl_->shared());
 }
 
 std::vector<float> Masac::action_probs(const GlobalObs& g, int local_agent) const {
@@ -677,7 +658,7 @@ std::vector<float> Masac::action_probs(const GlobalObs& g, int local_agent) cons
   std::vector<float> x(static_cast<std::size_t>(m.in));
   nn::agent_input(g, m.pub, m.first + local_agent, x.data());
   torch::NoGradGuard guard;
-  const auto p = nn::host(torch::softmax(m.actor.ptr()->forward(blob(x, 1, m.in, m.dev)), 1));
+  const auto p = nn::host(torch::softmax(m.actor.ptr()->forward(nn::blob(x, 1, m.in, m.dev)), 1));
   return std::vector<float>(p.data_ptr<float>(), p.data_ptr<float>() + m.na);
 }
 
