@@ -92,6 +92,7 @@ struct Mappo::Impl {
   Mlp critic_enc{nullptr};
   std::vector<Mlp> actors;
   std::vector<std::int64_t> group_of;  // --actor-groups: the actor of each local agent
+  torch::Tensor group_idx;             // the same on the device, for logits()
   Mlp critic{nullptr};
   std::unique_ptr<torch::optim::Adam> actor_opt, critic_opt;
   // Gradients as slices of flat buffers (dist::GradBucket): the critic's (averaged over ranks),
@@ -152,6 +153,7 @@ struct Mappo::Impl {
       MARLSCHED_REQUIRE(*std::min_element(g.begin(), g.end()) >= 0,
                         "--actor-groups: group numbers must be >= 0");
       for (int kk = 0; kk < k; ++kk) group_of.push_back(g[static_cast<std::size_t>(first + kk)]);
+      group_idx = torch::tensor(group_of, torch::kInt64).to(dev);
     }
     for (int i = 0; i < n_actors; ++i) {
       if (!cfg.share_actor || !group_of.empty())  // distinct initialisation per agent or group
@@ -208,14 +210,12 @@ struct Mappo::Impl {
     xc[n * d + self] = 1.f;
   }
 
-  /// Logits for rows of X whose local agent index is `agent_idx` (non-shared actors).
+  /// Logits for rows of X whose local agent index is `agent_idx` (one actor, one per agent, or
+  /// one per --actor-groups group).
   torch::Tensor logits(const torch::Tensor& X, const torch::Tensor& agent_idx) const {
     if (cfg.share_actor && group_of.empty()) return actors[0].ptr()->forward(X);
     // One actor per agent, or per group: the rows of each go through theirs.
-    const auto net_idx = group_of.empty() ? agent_idx
-                                          : torch::tensor(group_of, torch::kInt64)
-                                                .to(agent_idx.device())
-                                                .index_select(0, agent_idx);
+    const auto net_idx = group_of.empty() ? agent_idx : group_idx.index_select(0, agent_idx);
     auto out = torch::zeros({X.size(0), na}, X.options());
     for (int i = 0; i < static_cast<int>(actors.size()); ++i) {
       auto mask = net_idx.eq(i).nonzero().squeeze(1);

@@ -35,7 +35,9 @@ namespace marlsched {
 void RunConfig::bind(OptionBinder& b) {
   b.group("Run");
   b.add("env", env, "environment name (`marlsched list` shows them)");
-  b.add("algo", algo, "learning algorithm (mappo, ippo, dqn, tsdqn, masac, maddpg)");
+  std::string algos;  // the learner table's names
+  for (const auto& a : learner_names()) algos += (algos.empty() ? "" : ", ") + a;
+  b.add("algo", algo, "learning algorithm (" + algos + ")");
   b.add("seed", seed, "root seed: env copies, agents, ranks derive theirs from it");
   b.add("iterations", iterations, "training iterations (rollout + update)");
   b.add("agents-per-rank", agents_per_rank, "agents hosted by each MPI rank");
