@@ -12,6 +12,8 @@
 
 namespace marlsched::test {
 
+/// Its spec: two observation fields (one public), three actions, episodes of 8 steps (the MAPPO
+/// tests use it too).
 inline EnvSpec bandit_spec() {
   EnvSpec s;
   s.name = "bandit";

@@ -3,26 +3,17 @@
 #include <cmath>
 
 #include "agents/mappo/mappo.hpp"
+#include "bandit.hpp"
 #include "test_util.hpp"
 
 using namespace marlsched;
 
 namespace {
-EnvSpec tiny_spec() {
-  EnvSpec s;
-  s.name = "tiny";
-  s.obs_fields = {"x", "y"};
-  s.num_public = 1;
-  s.action_names = {"a0", "a1", "a2"};
-  s.reward_components = {"r"};
-  s.episode_length = 8;
-  return s;
-}
 
 /// One-step bandit with a known optimum: action 2 pays 1, others 0. Episodes are 8 steps,
 /// truncated, so GAE bootstrapping is exercised too.
 double train_bandit(Mappo& m, const dist::Comm& comm, int iterations) {
-  const auto spec = tiny_spec();
+  const auto spec = test::bandit_spec();
   std::vector<float> obs = {0.5f, -0.5f};
   const PolicyInput in = test::one_copy_input(spec, obs);
   std::vector<int> a;
@@ -60,7 +51,7 @@ MappoConfig bandit_config(const std::string& critic = "concat") {
 TEST(Mappo, LearnsABanditWithAKnownOptimum) {
   auto comm = dist::Comm::world();
   const MappoConfig cfg = bandit_config();
-  const auto spec = tiny_spec();
+  const auto spec = test::bandit_spec();
   Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
   std::vector<float> obs = {0.5f, -0.5f};
   const float p0 = m.action_probs(GlobalObs{obs.data(), 1, 2}, 0)[2];
@@ -73,7 +64,7 @@ TEST(Mappo, SaveLoadRoundTripAndLayoutCheck) {
   auto comm = dist::Comm::world();
   MappoConfig cfg;
   cfg.rollout_steps = 32;
-  const auto spec = tiny_spec();
+  const auto spec = test::bandit_spec();
   Mappo a(cfg, spec, comm, 1, 0, 1, 1, 11);
   train_bandit(a, comm, 2);
   const auto dir = test::temp_dir("mappo");
@@ -96,7 +87,7 @@ TEST(Mappo, SeparateActorsPerAgentWhenNotShared) {
   auto comm = dist::Comm::world();
   MappoConfig cfg;
   cfg.share_actor = false;
-  auto spec = tiny_spec();
+  auto spec = test::bandit_spec();
   Mappo m(cfg, spec, comm, 2, 0, 2, 1, 5);
   std::vector<float> obs = {0.3f, 0.1f, 0.7f, 0.2f};
   const GlobalObs g{obs.data(), 2, 2};
@@ -109,7 +100,7 @@ TEST(Mappo, SeparateActorsPerAgentWhenNotShared) {
 
 TEST(Mappo, ActorGroupsOneActorPerGroupAndTheirChecks) {
   auto comm = dist::Comm::world();
-  auto spec = tiny_spec();
+  auto spec = test::bandit_spec();
   MappoConfig cfg;
   cfg.actor_groups = {0, 1, 0};
   Mappo m(cfg, spec, comm, 3, 0, 3, 1, 5);
@@ -148,7 +139,7 @@ TEST(Mappo, ActorGroupsOneActorPerGroupAndTheirChecks) {
 TEST(Ippo, DecentralizedCriticLearnsTheBanditAndSeesOnlyTheActorInput) {
   auto comm = dist::Comm::world();
   const MappoConfig cfg = bandit_config("local");
-  const auto spec = tiny_spec();
+  const auto spec = test::bandit_spec();
   Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
   EXPECT_EQ(m.name(), "ippo");
   EXPECT_GT(train_bandit(m, comm, 30), 0.8);
@@ -177,7 +168,7 @@ float value_of(Mappo& m, const EnvSpec& spec, std::vector<float>& obs, int n, in
 
 TEST(PooledCritic, SizeIsIndependentOfTheAgentCountAndOrderOfOthers) {
   auto comm = dist::Comm::world();
-  const auto spec = tiny_spec();
+  const auto spec = test::bandit_spec();
   MappoConfig pooled;
   pooled.critic = "pooled";
   pooled.share_actor = false;  // the shared set is then the critic alone
@@ -200,7 +191,7 @@ TEST(PooledCritic, SizeIsIndependentOfTheAgentCountAndOrderOfOthers) {
 TEST(PooledCritic, LearnsTheBanditAndRoundTripsThroughAModelFile) {
   auto comm = dist::Comm::world();
   const MappoConfig cfg = bandit_config("pooled");
-  const auto spec = tiny_spec();
+  const auto spec = test::bandit_spec();
   Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
   EXPECT_GT(train_bandit(m, comm, 30), 0.8);
   const auto dir = test::temp_dir("pooled");
