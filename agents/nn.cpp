@@ -56,6 +56,79 @@ def actor_input(self, obs: Tensor, agent: int) -> Tensor:
 )";
 }
 
+void target_input(const EnvSpec& spec, const GlobalObs& g, int agent, float* x) {
+  const int d = g.obs_dim, pub = spec.num_public, T = spec.num_targets();
+  const int F = static_cast<int>(spec.target_feature_names.size());
+  const float* own = g.row(agent);
+  std::copy(own, own + d, x);
+  float* r = x + d;
+  const auto& tg = spec.targets[static_cast<std::size_t>(agent)];
+  const float* st = spec.target_features[static_cast<std::size_t>(agent)].data();
+  for (int t = 0; t < T; ++t) {
+    const int j = tg[static_cast<std::size_t>(t)];
+    const float* o = g.row(j);
+    for (int f = 0; f < pub; ++f) {
+      r[f] = o[f];
+      r[pub + f] = o[f] - own[f];
+    }
+    r[2 * pub] = j == agent ? 1.f : 0.f;
+    std::copy(st + t * F, st + (t + 1) * F, r + 2 * pub + 1);
+    r += 2 * pub + 1 + F;
+  }
+}
+
+torch::Tensor target_logits(const Mlp& net, const torch::Tensor& X, const EnvSpec& spec) {
+  const std::int64_t rows = X.size(0), d = spec.obs_dim(), T = spec.num_targets();
+  auto own = X.narrow(1, 0, d).unsqueeze(1).expand({rows, T, d});
+  auto tr = X.narrow(1, d, X.size(1) - d).reshape({rows, T, -1});
+  auto out = net.ptr()->forward(torch::cat({own, tr}, 2).reshape({rows * T, -1}));
+  return out.reshape({rows, T, -1}).transpose(1, 2).reshape({rows, -1});  // [rows, modes·T]
+}
+
+std::string script_target_input(torch::jit::Module& mod, const EnvSpec& spec) {
+  const auto n = static_cast<std::int64_t>(spec.targets.size());
+  const std::int64_t T = spec.num_targets();
+  const auto F = static_cast<std::int64_t>(spec.target_feature_names.size());
+  auto tg = torch::empty({n, T}, torch::kInt64);
+  auto st = torch::empty({n, T, F}, torch::kFloat32);
+  auto* tp = tg.data_ptr<std::int64_t>();
+  auto* sp = st.data_ptr<float>();
+  for (std::size_t i = 0; i < spec.targets.size(); ++i) {
+    tp = std::copy(spec.targets[i].begin(), spec.targets[i].end(), tp);
+    sp = std::copy(spec.target_features[i].begin(), spec.target_features[i].end(), sp);
+  }
+  mod.register_buffer("targets", tg);
+  mod.register_buffer("target_static", st);
+  mod.register_attribute("num_targets", c10::IntType::get(), T);
+  return R"(
+def actor_input(self, obs: Tensor, agent: int) -> Tensor:
+    b = obs.size(0)
+    own = obs[:, agent, :]
+    tg = self.targets[agent]
+    pub = obs.index_select(1, tg)[:, :, 0:self.num_public]
+    mine = own[:, 0:self.num_public].unsqueeze(1)
+    is_self = (tg == agent).to(obs.dtype).reshape(1, -1, 1).expand(b, -1, 1)
+    st = self.target_static[agent].to(obs.dtype).unsqueeze(0).expand(b, -1, -1)
+    rows = torch.cat([pub, pub - mine, is_self, st], 2)
+    return torch.cat([own, rows.reshape(b, -1)], 1)
+)";
+}
+
+std::string script_actor(torch::jit::Module& mod, const std::string& prefix, const Mlp& net,
+                         const std::string& indent, bool per_target) {
+  if (!per_target) return script_mlp(mod, prefix, net, indent);
+  std::ostringstream code;
+  const std::string& i = indent;
+  code << i << "b = x.size(0)\n"
+       << i << "nt = self.num_targets\n"
+       << i << "own = x[:, 0:self.obs_dim].unsqueeze(1).expand(b, nt, self.obs_dim)\n"
+       << i << "x = torch.cat([own, x[:, self.obs_dim:].reshape(b, nt, -1)], 2)\n"
+       << i << "x = x.reshape(b * nt, -1)\n"
+       << script_mlp(mod, prefix, net, indent) << i
+       << "out = out.reshape(b, nt, -1).transpose(1, 2).reshape(b, -1)\n";
+  return code.str();
+}
+
 const char* script_logits_head() {
   return R"(
 def logits(self, obs: Tensor, agent: int) -> Tensor:
@@ -114,12 +187,12 @@ torch::jit::Module policy_module(int num_agents, int obs_dim, int num_public, in
 }
 
 std::string script_per_agent(torch::jit::Module& mod, const std::string& prefix,
-                             const std::vector<const Mlp*>& nets) {
+                             const std::vector<const Mlp*>& nets, bool per_target) {
   std::ostringstream src;
   const auto n = nets.size();
   for (std::size_t a = 0; a < n; ++a)
     src << "    " << (a + 1 < n ? "if agent == " + std::to_string(a) + ":" : "if True:") << "\n"
-        << script_mlp(mod, prefix + std::to_string(a), *nets[a], "        ")
+        << script_actor(mod, prefix + std::to_string(a), *nets[a], "        ", per_target)
         << "        return out\n";
   src << "    return torch.zeros(0)\n";  // not reached: the last branch always returns
   return src.str();

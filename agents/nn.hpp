@@ -38,6 +38,33 @@ void agent_input(const GlobalObs& g, int num_public, int agent, float* x);
 /// agent_input(); the module needs int attributes num_agents and num_public.
 const char* script_agent_input();
 
+/// The per-target actor (MAPPO --actor targets; needs EnvSpec::targets). Its input is the
+/// agent's own observation followed by one row per target: the target's public fields, their
+/// difference from the agent's own, an is-self flag and the env's static pair features
+/// (EnvSpec::target_features). One shared network scores every (own observation, target row)
+/// pair with one logit per mode; the logits are laid out as the env's actions (m·T + t). Nothing
+/// in it depends on the agent count: a policy trained at 8 agents runs at 128.
+inline int target_row_dim(const EnvSpec& spec) {
+  return 2 * spec.num_public + 1 + static_cast<int>(spec.target_feature_names.size());
+}
+/// Width of the per-target actor's input (own observation + T target rows).
+inline int target_input_dim(const EnvSpec& spec) {
+  return spec.obs_dim() + spec.num_targets() * target_row_dim(spec);
+}
+/// Writes the per-target input of `agent` for one world's global observations into `x`.
+void target_input(const EnvSpec& spec, const GlobalObs& g, int agent, float* x);
+/// Logits [rows, modes·T] of the scoring network `net` (input obs_dim + target_row_dim, output
+/// modes) for per-target inputs X [rows, target_input_dim].
+torch::Tensor target_logits(const Mlp& net, const torch::Tensor& X, const EnvSpec& spec);
+/// TorchScript of `actor_input(self, obs, agent)` matching target_input(); registers the
+/// targets table and the static pair features on `mod` (buffers) and the int num_targets.
+std::string script_target_input(torch::jit::Module& mod, const EnvSpec& spec);
+
+/// TorchScript lines computing the actor's logits `out` from its input `x`: the MLP, or with
+/// `per_target` the scoring network applied to every (own observation, target row) pair.
+std::string script_actor(torch::jit::Module& mod, const std::string& prefix, const Mlp& net,
+                         const std::string& indent, bool per_target);
+
 /// TorchScript of the first lines of `logits(self, obs, agent)` (obs [batch, num_agents,
 /// obs_dim]): the agent's input in `x`; the caller appends the network's lines and a return.
 const char* script_logits_head();
@@ -60,7 +87,7 @@ torch::jit::Module policy_module(int num_agents, int obs_dim, int num_public, in
 /// one branch per agent in agent order (`nets` holds num_agents networks, gathered from every
 /// training rank); weights are registered as `prefix<i>_...`.
 std::string script_per_agent(torch::jit::Module& mod, const std::string& prefix,
-                             const std::vector<const Mlp*>& nets);
+                             const std::vector<const Mlp*>& nets, bool per_target = false);
 
 /// Text stored in a serialized archive as a uint8 tensor, and back.
 torch::Tensor string_tensor(const std::string& s);

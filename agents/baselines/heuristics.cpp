@@ -22,46 +22,51 @@ class Heuristic final : public Policy {
 
   std::string name() const override { return name_; }
 
+  // Every rule picks a (mode, target) of the agent's targets (EnvSpec::targets): mode 0 runs
+  // what fits here and overflows the rest to the target, mode 1 defers and sends to it.
   void act(const PolicyInput& in, std::vector<int>& actions) override {
-    const int n = in.num_agents;
-    MARLSCHED_CHECK(in.spec->num_actions() == 2 * n,
-                    "heuristics expect the geodc action layout (2 x agents actions)");
+    const EnvSpec& spec = *in.spec;
+    const int T = spec.num_targets();
+    MARLSCHED_CHECK(T > 0 && spec.num_actions() == 2 * T,
+                    "heuristics expect the geodc action layout (run or defer x targets)");
     actions.resize(static_cast<std::size_t>(in.copies * in.local_agents));
     for (int c = 0; c < in.copies; ++c) {
       const GlobalObs& g = in.global[static_cast<std::size_t>(c)];
       for (int k = 0; k < in.local_agents; ++k) {
         const int self = in.first_agent + k;
-        int a = self;
+        const auto& tg = spec.targets[static_cast<std::size_t>(self)];
+        const int me = static_cast<int>(std::find(tg.begin(), tg.end(), self) - tg.begin());
+        int a = me;
         switch (kind_) {
           case Kind::kRandom:
-            a = static_cast<int>(rng_.below(static_cast<std::uint64_t>(2 * n)));
+            a = static_cast<int>(rng_.below(static_cast<std::uint64_t>(2 * T)));
             break;
           case Kind::kRoundRobin: {
-            const int target = (in.episode_step[static_cast<std::size_t>(c)] + self) % n;
-            a = target == self ? self : n + target;
+            const int t = (in.episode_step[static_cast<std::size_t>(c)] + self) % T;
+            a = t == me ? me : T + t;
             break;
           }
           case Kind::kLocal:
-            a = self;
+            a = me;
             break;
           case Kind::kLeastLoaded: {
-            int best = self;
             float most = -1.f;
-            for (int j = 0; j < n; ++j)
-              if (j != self && g.row(j)[free_] > most) {
-                most = g.row(j)[free_];
-                best = j;
+            for (int t = 0; t < T; ++t)
+              if (t != me && g.row(tg[static_cast<std::size_t>(t)])[free_] > most) {
+                most = g.row(tg[static_cast<std::size_t>(t)])[free_];
+                a = t;
               }
-            a = best;  // run what fits here, overflow to the least-loaded other site
-            break;
+            break;  // run what fits here, overflow to the least-loaded other target
           }
           case Kind::kLowestCarbon:
           case Kind::kLowestPrice: {
             const int f = kind_ == Kind::kLowestCarbon ? carbon_ : price_;
-            int best = self;
-            for (int j = 0; j < n; ++j)
-              if (g.row(j)[f] < g.row(best)[f]) best = j;
-            a = best == self ? self : n + best;
+            int best = me;
+            for (int t = 0; t < T; ++t)
+              if (g.row(tg[static_cast<std::size_t>(t)])[f] <
+                  g.row(tg[static_cast<std::size_t>(best)])[f])
+                best = t;
+            a = best == me ? me : T + best;
             break;
           }
         }

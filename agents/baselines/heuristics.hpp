@@ -2,11 +2,12 @@
 /// \file heuristics.hpp
 /// Heuristic baselines, one set per env (a table in heuristics.cpp).
 ///
-/// geodc: for the geodc action layout (2N actions: k = run what fits, overflow to
-/// site k; N + k = defer, send waiting jobs to site k). They read the public observation fields
-/// (free_gpu_frac, carbon, price) of every site, as Green-DCC's rule-based strategies do.
+/// geodc: for the geodc action layout (run or defer x targets, EnvSpec::targets: every site, or
+/// with --site-neighbours K the site and its K ring neighbours; "site" below means one of the
+/// agent's targets). They read the public observation fields (free_gpu_frac, carbon, price) of the
+/// targets, as Green-DCC's rule-based strategies do.
 ///   random        uniform over all actions
-///   round-robin   send waiting jobs to site (t + i) mod N in turn (own turn: run locally)
+///   round-robin   send waiting jobs to target (t + i) mod T in turn (own turn: run locally)
 ///   local-only    run what fits locally, never forward
 ///   least-loaded  run what fits locally, overflow to the site with most free GPUs
 ///   lowest-carbon send waiting jobs to the site with the lowest carbon intensity now

@@ -34,6 +34,11 @@ void MappoConfig::bind(OptionBinder& b) {
   b.add("huber-delta", huber_delta, "Huber loss δ for the value loss");
   b.add("max-grad-norm", max_grad_norm, "global gradient norm clip (actor and critic separately)");
   b.add("actor-hidden", actor_hidden, "actor hidden layer sizes");
+  b.add("actor", actor,
+        "actor: mlp (own observation, every site's public fields and the agent id; grows with the "
+        "agent count) or targets (one network scores each (mode, target) of the env's targeted "
+        "actions, e.g. geodc, from the own observation and the target's features; size "
+        "independent of the agent count)");
   b.add("critic-hidden", critic_hidden, "critic hidden layer sizes");
   b.add("critic", critic,
         "critic input: concat (every agent's observation and the agent id; grows with the agent "
@@ -69,6 +74,8 @@ void MappoConfig::validate() const {
                     "--actor-hidden and --critic-hidden need at least one layer");
   for (int h : actor_hidden) MARLSCHED_REQUIRE(h > 0, "--actor-hidden sizes must be positive");
   for (int h : critic_hidden) MARLSCHED_REQUIRE(h > 0, "--critic-hidden sizes must be positive");
+  MARLSCHED_REQUIRE(actor == "mlp" || actor == "targets",
+                    "--actor must be mlp or targets, got '" << actor << "'");
   MARLSCHED_REQUIRE(critic == "concat" || critic == "pooled" || critic == "local",
                     "--critic must be concat or pooled, got '" << critic << "'");
   MARLSCHED_REQUIRE(critic_embed >= 1, "--critic-embed must be >= 1, got " << critic_embed);
@@ -89,6 +96,7 @@ struct Mappo::Impl {
   int n, first, k, e, d, pub, na, ain, cin;
   bool pooled;  // --critic pooled: critic_enc embeds each agent's observation, critic is the head
   bool local;   // IPPO (--critic local): the critic reads the actor's input
+  bool per_target;  // --actor targets: each actor scores (own observation, target row) pairs
   Mlp critic_enc{nullptr};
   std::vector<Mlp> actors;
   std::vector<std::int64_t> group_of;  // --actor-groups: the actor of each local agent
@@ -127,14 +135,18 @@ struct Mappo::Impl {
         d(sp.obs_dim()),
         pub(sp.num_public),
         na(sp.num_actions()),
-        ain(nn::agent_input_dim(sp, num_agents)),
+        ain(cf.actor == "targets" ? nn::target_input_dim(sp) : nn::agent_input_dim(sp, num_agents)),
         cin(cf.critic == "local"    ? ain
             : cf.critic == "pooled" ? d
                                     : d * num_agents + num_agents),
         pooled(cf.critic == "pooled"),
         local(cf.critic == "local"),
+        per_target(cf.actor == "targets"),
         sample_rng(derive_seed(seed, {0xAC7, static_cast<std::uint64_t>(cm.rank())})),
         shuffle_rng(derive_seed(seed, {0x5F1, static_cast<std::uint64_t>(cm.rank())})) {
+    MARLSCHED_REQUIRE(!per_target || sp.num_targets() > 0,
+                      "--actor targets needs an env with a targeted action space (geodc); '"
+                          << sp.name << "' has none: use --actor mlp");
     // Same torch seed on every rank: shared networks start identical (and are broadcast anyway).
     torch::manual_seed(derive_seed(seed, {0x1417}) & 0x7FFFFFFFFFFFULL);
     int n_actors = cfg.share_actor ? 1 : k;
@@ -161,7 +173,10 @@ struct Mappo::Impl {
             derive_seed(seed, {group_of.empty() ? 0xAC70ULL : 0xAC71ULL,
                                static_cast<std::uint64_t>(group_of.empty() ? first + i : i)}) &
             0x7FFFFFFFFFFFULL);
-      actors.emplace_back(ain, cfg.actor_hidden, na, 0.01);
+      if (per_target)  // scores (own observation, target row) -> one logit per mode
+        actors.emplace_back(d + nn::target_row_dim(sp), cfg.actor_hidden, sp.num_modes(), 0.01);
+      else
+        actors.emplace_back(ain, cfg.actor_hidden, na, 0.01);
     }
     torch::manual_seed(derive_seed(seed, {0xC217}) & 0x7FFFFFFFFFFFULL);
     critic = Mlp(pooled ? d + cfg.critic_embed : cin, cfg.critic_hidden, 1, 1.0);
@@ -196,7 +211,10 @@ struct Mappo::Impl {
   /// Fills actor and critic inputs for local agent kk of one copy.
   void build_inputs(const GlobalObs& g, int kk, float* xa, float* xc) const {
     const int self = first + kk;
-    nn::agent_input(g, pub, self, xa);
+    if (per_target)
+      nn::target_input(spec, g, self, xa);
+    else
+      nn::agent_input(g, pub, self, xa);
     if (local) {  // IPPO: the critic sees what the actor sees
       std::copy(xa, xa + ain, xc);
       return;
@@ -213,17 +231,32 @@ struct Mappo::Impl {
   /// Logits for rows of X whose local agent index is `agent_idx` (one actor, one per agent, or
   /// one per --actor-groups group).
   torch::Tensor logits(const torch::Tensor& X, const torch::Tensor& agent_idx) const {
-    if (cfg.share_actor && group_of.empty()) return actors[0].ptr()->forward(X);
+    if (cfg.share_actor && group_of.empty()) return actor_forward(0, X);
     // One actor per agent, or per group: the rows of each go through theirs.
     const auto net_idx = group_of.empty() ? agent_idx : group_idx.index_select(0, agent_idx);
     auto out = torch::zeros({X.size(0), na}, X.options());
     for (int i = 0; i < static_cast<int>(actors.size()); ++i) {
       auto mask = net_idx.eq(i).nonzero().squeeze(1);
       if (mask.numel() == 0) continue;
-      out = out.index_copy(
-          0, mask, actors[static_cast<std::size_t>(i)].ptr()->forward(X.index_select(0, mask)));
+      out = out.index_copy(0, mask, actor_forward(i, X.index_select(0, mask)));
     }
     return out;
+  }
+
+  /// What a model file must match: agents, agents per rank, actor and critic input widths,
+  /// actions, the number of shared actors (1, or the --actor-groups count; 0 for one per agent),
+  /// and for --actor targets a seventh entry (files of the MLP actor keep six).
+  std::vector<std::int64_t> layout() const {
+    std::vector<std::int64_t> l = {
+        n, k, ain, cin, na, cfg.share_actor ? static_cast<std::int64_t>(actors.size()) : 0};
+    if (per_target) l.push_back(1);
+    return l;
+  }
+
+  /// Logits of actor i for actor inputs X.
+  torch::Tensor actor_forward(int i, const torch::Tensor& X) const {
+    const auto& net = actors[static_cast<std::size_t>(i)];
+    return per_target ? nn::target_logits(net, X, spec) : net.ptr()->forward(X);
   }
 
   float denorm(float v) const {
@@ -588,14 +621,16 @@ void Mappo::export_torchscript(const std::vector<const Mappo*>& ranks, const std
   auto mod = nn::policy_module(m0.n, m0.d, m0.pub, m0.na, metadata);
 
   std::ostringstream src;
-  src << nn::script_agent_input() << nn::script_logits_head();
+  src << (m0.per_target ? nn::script_target_input(mod, m0.spec) : nn::script_agent_input())
+      << nn::script_logits_head();
+  const bool pt = m0.per_target;
   if (m0.cfg.share_actor && m0.group_of.empty()) {
-    src << script_mlp(mod, "actor", m0.actors[0], "    ") << "    return out\n";
+    src << nn::script_actor(mod, "actor", m0.actors[0], "    ", pt) << "    return out\n";
   } else if (m0.cfg.share_actor) {
     // One actor per group (every rank holds them all): each agent's branch uses its group's.
     std::vector<const Mlp*> nets;
     for (int g : m0.cfg.actor_groups) nets.push_back(&m0.actors[static_cast<std::size_t>(g)]);
-    src << nn::script_per_agent(mod, "actor", nets);
+    src << nn::script_per_agent(mod, "actor", nets, pt);
   } else {
     // One actor per agent, gathered from the ranks that trained them.
     std::vector<const Mlp*> nets;
@@ -603,7 +638,7 @@ void Mappo::export_torchscript(const std::vector<const Mappo*>& ranks, const std
       for (const auto& net : r->impl_->actors) nets.push_back(&net);
     MARLSCHED_CHECK(static_cast<int>(nets.size()) == m0.n,
                     "exported " << nets.size() << " actors for " << m0.n << " agents");
-    src << nn::script_per_agent(mod, "actor", nets);
+    src << nn::script_per_agent(mod, "actor", nets, pt);
   }
   src << nn::script_softmax_policy();
   if (with_critic) {
@@ -633,11 +668,7 @@ def value(self, obs: Tensor, agent: int) -> Tensor:
 void Mappo::save(const std::string& path) const {
   const auto& m = *impl_;
   torch::serialize::OutputArchive ar;
-  ar.write("meta",
-           torch::tensor({static_cast<std::int64_t>(m.n), static_cast<std::int64_t>(m.k),
-                          static_cast<std::int64_t>(m.ain), static_cast<std::int64_t>(m.cin),
-                          static_cast<std::int64_t>(m.na),
-                          static_cast<std::int64_t>(m.cfg.share_actor ? m.actors.size() : 0)}));
+  ar.write("meta", torch::tensor(m.layout()));
   for (std::size_t i = 0; i < m.actors.size(); ++i) {
     torch::serialize::OutputArchive sub;
     m.actors[i]->save(sub);
@@ -682,18 +713,14 @@ void Mappo::load_impl(const std::string& path) {
   } catch (const c10::Error& e) {
     MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
   }
-  // The last entry: how many shared actors (1, or the number of --actor-groups), 0 for one per
-  // agent.
-  const std::vector<std::int64_t> want = {
-      m.n,   m.k,  m.ain,
-      m.cin, m.na, m.cfg.share_actor ? static_cast<std::int64_t>(m.actors.size()) : 0};
+  const auto want = m.layout();
   MARLSCHED_REQUIRE(
-      meta.numel() == 6 && std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
+      meta.numel() == static_cast<std::int64_t>(want.size()) &&
+          std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
       "model '" << path
                 << "' was trained with a different layout (agents, agents per "
-                   "rank, observation or action space, actor sharing or groups, or a centralized "
-                   "(mappo) vs "
-                   "decentralized (ippo) critic)");
+                   "rank, observation or action space, actor sharing or groups, --actor, or a "
+                   "centralized (mappo) vs decentralized (ippo) critic)");
   for (std::size_t i = 0; i < m.actors.size(); ++i) {
     torch::serialize::InputArchive sub;
     ar.read("actor" + std::to_string(i), sub);

@@ -4,7 +4,8 @@
 /// 2022) with a centralized critic.
 ///
 /// * Actor (shared by all agents by default): input = own observation, the public fields of
-///   every site (as exchanged), and a one-hot agent id; output = action logits.
+///   every site (as exchanged), and a one-hot agent id; output = action logits. Or (--actor
+///   targets) a per-target scoring network whose size does not depend on the agent count.
 /// * Critic V(global state, agent id): input = every agent's observation (the allgather) and
 ///   the one-hot id. Value targets are normalised with running moments (MAPPO's ValueNorm).
 /// * PPO clipped surrogate, GAE(λ) with truncation bootstrapping, entropy bonus, Huber value
@@ -38,6 +39,12 @@ struct MappoConfig {
   double huber_delta = 10.0;
   double max_grad_norm = 10.0;
   std::vector<int> actor_hidden{64, 64};
+  /// The actor (--actor): "mlp", an MLP over the own observation, every site's public fields and
+  /// a one-hot agent id (its size grows with the agent count); "targets", one network that scores
+  /// each (mode, target) of the env's targeted action space (EnvSpec::targets) from the own
+  /// observation and the target's features (nn::target_input; no agent id), so that its size and
+  /// its cost per agent depend on the targets per agent only.
+  std::string actor = "mlp";
   std::vector<int> critic_hidden{128, 128};
   bool share_actor = true;
   /// Heterogeneous agents: the group of each agent, in agent order (values 0 .. G-1, each

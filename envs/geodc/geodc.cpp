@@ -39,6 +39,9 @@ void Config::bind(OptionBinder& b) {
   b.add("diurnal-peak-hour", diurnal_peak_hour, "local hour of peak arrivals");
   b.add("max-queue", max_queue, "queue capacity per site; arrivals beyond it are dropped");
   b.add("max-hops", max_hops, "how many times a job may be forwarded");
+  b.add("site-neighbours", neighbours,
+        "forwarding targets per site: 0 = every site (2N actions); K = the site itself and its K "
+        "ring neighbours i+1, i-1, i+2, ... (2(K+1) actions, independent of the site count)");
   b.add("carbon-files", carbon_files, "Electricity Maps hourly CSV per site (default: synthetic)");
   b.add("price-files", price_files, "hourly price CSV per site (default: synthetic)");
   b.add("carbon-column", carbon_column, "carbon intensity column: lca | direct");
@@ -176,6 +179,10 @@ void Config::validate(int num_agents) const {
                     "--diurnal-amplitude must be in [0, 1], got " << diurnal_amplitude);
   MARLSCHED_REQUIRE(max_queue > 0, "--max-queue must be positive");
   MARLSCHED_REQUIRE(max_hops >= 0, "--max-hops must be >= 0");
+  MARLSCHED_REQUIRE(neighbours >= 0 && neighbours < std::max(num_agents, 1),
+                    "--site-neighbours must be in [0, " << std::max(num_agents, 1) - 1 << "] with "
+                                                        << num_agents << " agents, got "
+                                                        << neighbours);
   MARLSCHED_REQUIRE(
       carbon_files.empty() || carbon_files.size() == n,
       "--carbon-files needs one file per site (" << n << "), got " << carbon_files.size());
@@ -198,16 +205,48 @@ EnvSpec make_spec(const Config& cfg, int num_agents) {
                   "queue_fill",    "urgent_frac", "mean_slack", "inbound",    "carbon_trend",
                   "price_trend",   "hour_sin",    "hour_cos",   "progress"};
   s.num_public = 4;
-  for (int k = 0; k < num_agents; ++k)
-    s.action_names.push_back("run-fit/overflow->" + std::to_string(k) + ":" +
-                             cfg.sites[static_cast<std::size_t>(cfg.site_of(k))]);
-  for (int k = 0; k < num_agents; ++k)
-    s.action_names.push_back("defer/send->" + std::to_string(k) + ":" +
-                             cfg.sites[static_cast<std::size_t>(cfg.site_of(k))]);
+  if (cfg.neighbours == 0) {
+    for (int k = 0; k < num_agents; ++k)
+      s.action_names.push_back("run-fit/overflow->" + std::to_string(k) + ":" +
+                               cfg.sites[static_cast<std::size_t>(cfg.site_of(k))]);
+    for (int k = 0; k < num_agents; ++k)
+      s.action_names.push_back("defer/send->" + std::to_string(k) + ":" +
+                               cfg.sites[static_cast<std::size_t>(cfg.site_of(k))]);
+  } else {
+    for (const char* mode : {"run-fit/overflow->", "defer/send->"})
+      for (int t = 0; t <= cfg.neighbours; ++t)
+        s.action_names.push_back(mode + (t == 0 ? std::string("self") : "nbr" + std::to_string(t)));
+  }
+  // Each (agent, target) pair's transfer time in minutes per GB (0 for the agent itself).
+  s.target_feature_names = {"transfer_min_per_gb"};
+  for (int i = 0; i < num_agents; ++i) {
+    s.targets.push_back(targets_of(i, num_agents, cfg.neighbours));
+    const int r0 = region_index(cfg.regions[static_cast<std::size_t>(cfg.site_of(i))]);
+    std::vector<float> f;
+    for (int j : s.targets.back()) {
+      const int r1 = region_index(cfg.regions[static_cast<std::size_t>(cfg.site_of(j))]);
+      f.push_back(j == i ? 0.f : static_cast<float>(8000.0 / kMbps[r0][r1] / 60.0));
+    }
+    s.target_features.push_back(std::move(f));
+  }
   s.reward_components = {"goodput_gpu_h",   "utilization", "energy_kwh",
                          "energy_cost_usd", "carbon_kg",   "sla_violations"};
   s.episode_length = cfg.episode_slots;
   return s;
+}
+
+std::vector<int> targets_of(int agent, int num_agents, int neighbours) {
+  std::vector<int> t;
+  if (neighbours == 0) {
+    for (int j = 0; j < num_agents; ++j) t.push_back(j);
+    return t;
+  }
+  t.push_back(agent);
+  for (int d = 1; static_cast<int>(t.size()) <= neighbours; ++d)
+    for (int j : {(agent + d) % num_agents, ((agent - d) % num_agents + num_agents) % num_agents})
+      if (static_cast<int>(t.size()) <= neighbours && std::find(t.begin(), t.end(), j) == t.end())
+        t.push_back(j);
+  return t;
 }
 
 std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int num_agents) {
@@ -418,10 +457,12 @@ void Shard::observe(float* out) const {
 }
 
 void Shard::act(int action, const GlobalObs& /*global*/, std::vector<WorkRecord>& outbox) {
-  MARLSCHED_CHECK(action >= 0 && action < 2 * num_agents_,
-                  "geodc action " << action << " out of range [0, " << 2 * num_agents_ << ")");
-  const bool defer = action >= num_agents_;
-  const int target = defer ? action - num_agents_ : action;
+  const auto& targets = spec_->targets[static_cast<std::size_t>(agent_)];
+  const int T = static_cast<int>(targets.size());
+  MARLSCHED_CHECK(action >= 0 && action < 2 * T,
+                  "geodc action " << action << " out of range [0, " << 2 * T << ")");
+  const bool defer = action >= T;
+  const int target = targets[static_cast<std::size_t>(defer ? action - T : action)];
   std::sort(queue_.begin(), queue_.end(), [](const Job& a, const Job& b) {
     return a.deadline != b.deadline ? a.deadline < b.deadline : a.id < b.id;
   });

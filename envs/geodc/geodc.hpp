@@ -12,7 +12,11 @@
 ///                        that do not fit are forwarded to site k (k == self: they wait here);
 ///   a = N + k:           defer: start only jobs that must start now to meet their deadline; all
 ///                        other waiting jobs are forwarded to site k (k == self: they wait here).
-/// Forwarded jobs travel as records through the framework's MPI exchange; their transfer time
+/// With --site-neighbours K > 0 the targets are the site itself and K neighbours instead of every
+/// site (2(K+1) actions whatever N is: a = m(K+1) + t, t = 0 the site itself, t = 1..K its
+/// neighbours in ring order i+1, i-1, i+2, i-2, ...), which keeps the action space, and a policy
+/// over it, independent of the number of sites. EnvSpec::targets holds each agent's list either
+/// way. Forwarded jobs travel as records through the framework's MPI exchange; their transfer time
 /// (data size / inter-region throughput + RTT) delays when they may start at the destination,
 /// and the transfer energy (0.06 kWh/GB, Green-DCC) is charged at the origin's price and carbon.
 
@@ -57,6 +61,9 @@ struct Config : EnvConfig {
   double diurnal_peak_hour = 14.0;  ///< local time of the arrival peak
   int max_queue = 128;
   int max_hops = 1;
+  /// Forwarding targets per site: 0 = every site (2N actions, the paper's layout); K > 0 = the
+  /// site itself and its K ring neighbours (2(K+1) actions).
+  int neighbours = 0;
 
   // Traces.
   std::vector<std::string> carbon_files;  ///< one per site; empty: synthetic
@@ -94,6 +101,10 @@ struct SiteData {
 
 /// Builds the spec (observation fields, actions, reward components) for `num_agents` sites.
 EnvSpec make_spec(const Config& cfg, int num_agents);
+
+/// The forwarding targets of `agent` (see --site-neighbours): every agent in index order, or the
+/// agent itself followed by its `neighbours` nearest agents in ring order (+1, -1, +2, -2, ...).
+std::vector<int> targets_of(int agent, int num_agents, int neighbours);
 
 /// Loads (or synthesises) the traces of every site once; shards then share them.
 std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int num_agents);

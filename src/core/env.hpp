@@ -52,11 +52,26 @@ struct EnvSpec {
   /// With action_heads: head 0 is a long-timescale decision that the env applies only at
   /// episode steps that are multiples of long_every (the other heads act every step).
   int long_every = 1;
+  /// A targeted action space (optional): the actions are modes x T targets, action = m·T + t,
+  /// where target t of agent i is the agent targets[i][t] (geodc: run here and overflow to
+  /// target t, or defer and send to it; an agent is one of its own targets). Every agent has the
+  /// same T. Heuristics read it to find an agent's options; a per-target actor (MAPPO
+  /// --actor targets) scores each (mode, target) pair from the agent's observation and the
+  /// target's features, so that its size does not depend on the agent count. Empty: none.
+  std::vector<std::vector<int>> targets;
+  /// Static features of each (agent, target) pair (e.g. the transfer time between their
+  /// regions): target_features[i] holds T x target_feature_names.size() floats, target-major.
+  std::vector<std::string> target_feature_names;
+  std::vector<std::vector<float>> target_features;
 
   int obs_dim() const { return static_cast<int>(obs_fields.size()); }
   int num_actions() const { return static_cast<int>(action_names.size()); }
   /// Index of a named observation field; throws if absent.
   int obs_index(const std::string& field) const;
+  /// Targets per agent (T); 0 without a targeted action space.
+  int num_targets() const { return targets.empty() ? 0 : static_cast<int>(targets[0].size()); }
+  /// Decision modes per target (num_actions() / T); 0 without a targeted action space.
+  int num_modes() const { return targets.empty() ? 0 : num_actions() / num_targets(); }
 };
 
 /// Work handed from one shard to another (a job, a query). The payload is opaque to the

@@ -29,6 +29,19 @@ EnvSpec spec() {
   return s;
 }
 
+/// The same with a targeted action space: n agents, each with itself and its two ring
+/// neighbours as targets, two modes (6 actions), one static pair feature.
+EnvSpec targeted_spec(int n) {
+  EnvSpec s = spec();
+  s.action_names = {"m0t0", "m0t1", "m0t2", "m1t0", "m1t1", "m1t2"};
+  s.target_feature_names = {"dist"};
+  for (int i = 0; i < n; ++i) {
+    s.targets.push_back({i, (i + 1) % n, (i + n - 1) % n});
+    s.target_features.push_back({0.f, 0.5f + 0.1f * static_cast<float>(i), 2.f});
+  }
+  return s;
+}
+
 struct Case {
   int agent;
   std::vector<float> obs, probs;
@@ -196,4 +209,30 @@ TEST(Export, PooledCriticMatchesTheTrainer) {
   const auto cases = expected({{&m, 0}, {&m, 1}, {&m, 2}, {&m, 3}}, n, d, n, 8, 9);
   check_in_libtorch(path, cases, n, d);
   check_in_python(path, cases, n, d, dir);
+}
+
+TEST(Export, PerTargetActorMatchesTheTrainer) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  MappoConfig cfg;
+  cfg.actor = "targets";
+  cfg.critic = "pooled";
+  cfg.critic_embed = 6;
+  cfg.actor_hidden = {8, 8};
+  cfg.critic_hidden = {8};
+  const int n = 4, d = 5;
+  Mappo m(cfg, targeted_spec(n), self, n, 0, n, 1, 23);
+  const auto dir = test::temp_dir("export-targets");
+  Mappo::export_torchscript({&m}, dir + "/policy.pt", "{}", true);
+  const auto cases = expected({{&m, 0}, {&m, 1}, {&m, 2}, {&m, 3}}, n, d, n, 8, 29);
+  check_in_libtorch(dir + "/policy.pt", cases, n, d);
+  check_in_python(dir + "/policy.pt", cases, n, d, dir);
+  // One scoring network per group (the per-agent branches of the module).
+  cfg.actor_groups = {0, 1, 0, 1};
+  const int k = 2;
+  Mappo r0(cfg, targeted_spec(n), self, n, 0, k, 1, 31),
+      r1(cfg, targeted_spec(n), self, n, 2, k, 1, 31);
+  Mappo::export_torchscript({&r0, &r1}, dir + "/groups.pt", "{}", true);
+  const auto gcases = expected({{&r0, 0}, {&r0, 1}, {&r1, 0}, {&r1, 1}}, n, d, k, 8, 37);
+  check_in_libtorch(dir + "/groups.pt", gcases, n, d);
+  check_in_python(dir + "/groups.pt", gcases, n, d, dir);
 }

@@ -205,3 +205,79 @@ TEST(PooledCritic, LearnsTheBanditAndRoundTripsThroughAModelFile) {
   Mappo c(concat, spec, comm, 1, 0, 1, 1, 4);
   EXPECT_THROW(c.load(dir + "/m.pt"), ConfigError);
 }
+
+namespace {
+/// A targeted action space for n agents: each agent's targets are itself and its ring
+/// neighbours +1 and -1, two modes (6 actions), and one static pair feature equal for both
+/// neighbours.
+EnvSpec targeted_spec(int n) {
+  EnvSpec s = test::bandit_spec();
+  s.action_names = {"m0-self", "m0-next", "m0-prev", "m1-self", "m1-next", "m1-prev"};
+  s.target_feature_names = {"dist"};
+  for (int i = 0; i < n; ++i) {
+    s.targets.push_back({i, (i + 1) % n, (i + n - 1) % n});
+    s.target_features.push_back({0.f, 1.f, 1.f});
+  }
+  return s;
+}
+}  // namespace
+
+TEST(PerTargetActor, SizeIsIndependentOfTheAgentCountAndScoresFollowTheTargets) {
+  auto comm = dist::Comm::world();
+  MappoConfig cfg;
+  cfg.actor = "targets";
+  cfg.critic = "pooled";
+  Mappo a4(cfg, targeted_spec(4), comm, 4, 0, 4, 1, 3),
+      a64(cfg, targeted_spec(64), comm, 64, 0, 64, 1, 3);
+  EXPECT_EQ(a4.shared_parameter_count(), a64.shared_parameter_count());
+  MappoConfig mlp = cfg;
+  mlp.actor = "mlp";
+  Mappo m4(mlp, targeted_spec(4), comm, 4, 0, 4, 1, 3),
+      m64(mlp, targeted_spec(64), comm, 64, 0, 64, 1, 3);
+  EXPECT_GT(m64.shared_parameter_count(), m4.shared_parameter_count());
+  // Agent 0's targets are 0, 1 and 3. Swapping the observations of agents 1 and 3 swaps the
+  // probabilities of sending to "next" and "prev" in both modes and leaves the rest.
+  std::vector<float> obs = {0.1f, 0.2f, 0.9f, -0.4f, -0.3f, 0.8f, 0.5f, -0.7f};
+  const GlobalObs g{obs.data(), 4, 2};
+  const auto p = a4.action_probs(g, 0);
+  ASSERT_EQ(p.size(), 6u);
+  std::swap_ranges(obs.begin() + 2, obs.begin() + 4, obs.begin() + 6);
+  const auto q = a4.action_probs(g, 0);
+  for (int m = 0; m < 2; ++m) {
+    EXPECT_FLOAT_EQ(q[static_cast<std::size_t>(3 * m)], p[static_cast<std::size_t>(3 * m)]);
+    EXPECT_FLOAT_EQ(q[static_cast<std::size_t>(3 * m + 1)], p[static_cast<std::size_t>(3 * m + 2)]);
+    EXPECT_FLOAT_EQ(q[static_cast<std::size_t>(3 * m + 2)], p[static_cast<std::size_t>(3 * m + 1)]);
+  }
+  EXPECT_NE(p[1], p[2]) << "the two neighbours' observations differ, so must their scores";
+  // An agent that is not a target (agent 2 for agent 0) does not change agent 0's policy.
+  obs[4] = 5.f;
+  EXPECT_EQ(a4.action_probs(g, 0), q);
+}
+
+TEST(PerTargetActor, LearnsAndRoundTripsAndRefusesWhatDoesNotFit) {
+  auto comm = dist::Comm::world();
+  MappoConfig cfg = bandit_config("concat");
+  cfg.actor = "targets";
+  // The bandit's three actions as one mode x three targets that only their static feature tells
+  // apart (all three are the agent itself): the network must learn to score target 2 highest.
+  EnvSpec spec = test::bandit_spec();
+  spec.targets = {{0, 0, 0}};
+  spec.target_feature_names = {"which"};
+  spec.target_features = {{0.f, 1.f, 2.f}};
+  Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
+  EXPECT_GT(train_bandit(m, comm, 30), 0.8);
+  const auto dir = test::temp_dir("targets");
+  m.save(dir + "/m.pt");
+  Mappo b(cfg, spec, comm, 1, 0, 1, 1, 4);
+  b.load(dir + "/m.pt");
+  std::vector<float> obs = {0.5f, -0.5f};
+  const GlobalObs g{obs.data(), 1, 2};
+  EXPECT_EQ(m.action_probs(g, 0), b.action_probs(g, 0));
+  MappoConfig mlp = cfg;
+  mlp.actor = "mlp";
+  Mappo c(mlp, spec, comm, 1, 0, 1, 1, 4);
+  EXPECT_THROW(c.load(dir + "/m.pt"), ConfigError);
+  EXPECT_THROW(b.load(dir + "/missing.pt"), InputError);
+  // An env without targets cannot have a per-target actor.
+  EXPECT_THROW(Mappo(cfg, test::bandit_spec(), comm, 1, 0, 1, 1, 3), ConfigError);
+}

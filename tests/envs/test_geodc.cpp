@@ -77,6 +77,46 @@ TEST(GeoDc, SpecMatchesTheSiteCount) {
   EXPECT_EQ(spec.episode_length, 96);
 }
 
+TEST(GeoDc, SiteNeighboursGiveEverySiteItsRingOfTargets) {
+  EXPECT_EQ(geodc::targets_of(0, 8, 3), (std::vector<int>{0, 1, 7, 2}));
+  EXPECT_EQ(geodc::targets_of(5, 8, 4), (std::vector<int>{5, 6, 4, 7, 3}));
+  EXPECT_EQ(geodc::targets_of(1, 3, 2), (std::vector<int>{1, 2, 0}));
+  EXPECT_EQ(geodc::targets_of(2, 4, 0), (std::vector<int>{0, 1, 2, 3}));
+  geodc::Config cfg;
+  cfg.replicate_sites = true;
+  EXPECT_EQ(geodc::make_spec(cfg, 8).num_actions(), 16);  // every site: 2N
+  cfg.neighbours = 3;
+  const auto spec = geodc::make_spec(cfg, 8);
+  EXPECT_EQ(spec.num_actions(), 8);  // 2 x (self + 3), whatever N is
+  EXPECT_EQ(spec.num_targets(), 4);
+  EXPECT_EQ(spec.num_modes(), 2);
+  EXPECT_EQ(spec.action_names[1], "run-fit/overflow->nbr1");
+  EXPECT_EQ(spec.action_names[4], "defer/send->self");
+  EXPECT_EQ(geodc::make_spec(cfg, 128).num_actions(), 8);
+  // The pair feature: no transfer to itself, 1 Gbps within a region, slower across regions
+  // (agent 0 is US; its neighbour 1 is EU, 7 is AP, 2 is AP).
+  EXPECT_EQ(spec.target_features[0][0], 0.f);
+  EXPECT_NEAR(spec.target_features[0][1], 8000.0 / 160 / 60, 1e-6);
+  EXPECT_NEAR(spec.target_features[0][2], 8000.0 / 50 / 60, 1e-6);
+  EXPECT_NEAR(spec.target_features[2][1], 8000.0 / 1000 / 60, 1e-6);  // 2 (SG) -> 3 (JP-TK)
+  // Action "run what fits, overflow to neighbour 2" of agent 0 sends only to agent 7.
+  cfg.arrival_rates = {40, 3.5, 3.2, 4.0};  // site 0 overflows
+  LocalWorld w(cfg, 8);
+  w.reset(3, 0);
+  std::vector<int> act(8, 0);  // everyone else: run here, keep the rest
+  act[0] = 2;
+  double sent = 0;
+  for (int t = 0; t < 12; ++t) {
+    w.step(act);
+    for (int a = 1; a < 7; ++a) EXPECT_EQ(w.shard(a).counters().at("received"), 0) << "agent " << a;
+    sent = w.shard(0).counters().at("forwarded");
+  }
+  EXPECT_GT(sent, 0);
+  EXPECT_EQ(w.shard(7).counters().at("received"), sent);
+  cfg.neighbours = 8;
+  EXPECT_THROW(cfg.validate(8), ConfigError);
+}
+
 TEST(GeoDc, JobsAreConservedAcrossForwardingAndCapacityHolds) {
   geodc::Config cfg;
   cfg.max_queue = 4;  // force some drops too
