@@ -71,7 +71,7 @@ LearnerEntry mappo_family(const std::string& name, bool central_critic) {
                                           << ": IPPO's critics are decentralized (each sees its "
                                              "own actor's input); use --algo mappo");
           },
-          [](const LearnerConfigs&, const EnvSpec&) {},
+          [](const LearnerConfigs& c, const EnvSpec& spec) { c.mappo.check_env(spec); },
           [](const LearnerConfigs& c) { return c.mappo.rollout_steps; },
           [](const LearnerConfigs& c) { return c.mappo.team_reward; },
           [](const LearnerConfigs& c) { return c.mappo.share_actor; },

@@ -211,7 +211,10 @@ Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner) {
   ec.validate(n);
   Prepared p;
   p.factory = entry.make_factory(ec, n);
-  if (needs_learner) cmd.learners.check_env(cmd.run.algo, p.factory->spec());
+  if (needs_learner) {
+    cmd.learners.check_env(cmd.run.algo, p.factory->spec());
+    check_env(cmd.run, p.factory->spec());
+  }
   return p;
 }
 

@@ -83,6 +83,12 @@ void MappoConfig::validate() const {
   MARLSCHED_REQUIRE(rollout_steps >= 1, "--rollout-steps must be >= 1");
 }
 
+void MappoConfig::check_env(const EnvSpec& spec) const {
+  MARLSCHED_REQUIRE(actor != "targets" || spec.num_targets() > 0,
+                    "--actor targets needs an env with a targeted action space (geodc); '"
+                        << spec.name << "' has none: use --actor mlp");
+}
+
 using nn::Mlp;
 using nn::now;
 using nn::params_of;
@@ -144,9 +150,7 @@ struct Mappo::Impl {
         per_target(cf.actor == "targets"),
         sample_rng(derive_seed(seed, {0xAC7, static_cast<std::uint64_t>(cm.rank())})),
         shuffle_rng(derive_seed(seed, {0x5F1, static_cast<std::uint64_t>(cm.rank())})) {
-    MARLSCHED_REQUIRE(!per_target || sp.num_targets() > 0,
-                      "--actor targets needs an env with a targeted action space (geodc); '"
-                          << sp.name << "' has none: use --actor mlp");
+    cfg.check_env(sp);
     // Same torch seed on every rank: shared networks start identical (and are broadcast anyway).
     torch::manual_seed(derive_seed(seed, {0x1417}) & 0x7FFFFFFFFFFFULL);
     int n_actors = cfg.share_actor ? 1 : k;

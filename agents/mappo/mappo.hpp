@@ -68,6 +68,8 @@ struct MappoConfig {
 
   void bind(OptionBinder& b);
   void validate() const;
+  /// What the env must offer (--actor targets: a targeted action space); throws ConfigError.
+  void check_env(const EnvSpec& spec) const;
 };
 
 /// Sets libtorch's intra-op thread count for this process (one per rank unless told otherwise).

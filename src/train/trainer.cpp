@@ -51,6 +51,10 @@ void RunConfig::bind(OptionBinder& b) {
   b.add("quiet", quiet, "no per-iteration progress lines");
   b.add("tensorboard", tensorboard,
         "write training curves as TensorBoard event files into RUN_DIR/tb");
+  b.add("team-scope", team_scope,
+        "which agents the team part of the reward (--team-reward) averages: all, or targets (the "
+        "agent and its neighbours in the env's targeted action space, e.g. geodc "
+        "--site-neighbours)");
   b.add("checkpoint-every", checkpoint_every, "iterations between checkpoints (0: none)");
   b.add("keep-checkpoints", keep_checkpoints, "how many recent checkpoints to keep");
   b.add("watchdog-s", watchdog_s,
@@ -71,6 +75,8 @@ void RunConfig::validate() const {
   MARLSCHED_REQUIRE(std::isfinite(watchdog_s) && watchdog_s >= 0,
                     "--watchdog-s must be >= 0 (0 turns the watchdog off)");
   MARLSCHED_REQUIRE(keep_checkpoints >= 1, "--keep-checkpoints must be >= 1");
+  MARLSCHED_REQUIRE(team_scope == "all" || team_scope == "targets",
+                    "--team-scope must be all or targets, got '" << team_scope << "'");
   traj.validate();
 }
 
@@ -177,6 +183,12 @@ int stop_requested() {
   return static_cast<int>(g_stop_signal);
 }
 
+void check_env(const RunConfig& run, const EnvSpec& spec) {
+  MARLSCHED_REQUIRE(run.team_scope != "targets" || spec.num_targets() > 0,
+                    "--team-scope targets needs an env with a targeted action space (geodc); '"
+                        << spec.name << "' has none");
+}
+
 TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
                    const dist::Comm& comm, const std::string& resolved_config,
                    const std::string& resume_from) {
@@ -194,6 +206,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   auto agent = make_learner(run.algo, learners, spec, comm, n, world.first_agent(), k, e, run.seed);
   const int T = learners.rollout_steps(run.algo);
   const double beta = learners.team_reward(run.algo);
+  check_env(run, spec);
+  const bool team_targets = run.team_scope == "targets";
 
   // Resume: the checkpoint's trainer and world state (read before any file is touched).
   int start_iteration = 1;
@@ -356,7 +370,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
         ep_return[static_cast<std::size_t>(c)] += total;
         for (int kk = 0; kk < k; ++kk)
           fb.reward[static_cast<std::size_t>(c * k + kk)] = static_cast<float>(
-              (1.0 - beta) * world.reward(c, world.first_agent() + kk) + beta * total / n);
+              learner_reward(spec, n, world.first_agent() + kk, beta, team_targets, total,
+                             [&](int j) { return world.reward(c, j); }));
         fb.done[static_cast<std::size_t>(c)] = world.done(c) ? 1 : 0;
         fb.truncated[static_cast<std::size_t>(c)] = world.truncated(c) ? 1 : 0;
         if (world.done(c)) {

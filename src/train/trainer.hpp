@@ -39,11 +39,35 @@ struct RunConfig {
   double watchdog_s = 1800;  ///< abort the job after this long without progress (0: never)
   bool quiet = false;
   bool tensorboard = true;  ///< TensorBoard event files in run_dir/tb
-  TrajConfig traj;          ///< HDF5 trajectory logging
+  /// Which agents the team part of a learner's reward, β·mean (its --team-reward), averages:
+  /// "all" agents, or the agent's "targets" (EnvSpec::targets: itself and its neighbours, the
+  /// neighbourhood reward of networked multi-agent RL, whose scale does not shrink with N).
+  std::string team_scope = "all";
+  TrajConfig traj;  ///< HDF5 trajectory logging
 
   void bind(OptionBinder& b);
   void validate() const;
 };
+
+/// What the env must offer the run's options (--team-scope targets: a targeted action space);
+/// throws ConfigError. train() checks it too.
+void check_env(const RunConfig& run, const EnvSpec& spec);
+
+/// The reward a learner gets for agent `a` of one env copy: (1-β)·own + β·team, where team is
+/// the mean reward over all `n` agents or (`targets_scope`) over a's targets in `spec` (itself
+/// and its neighbours). `reward_of(j)` is agent j's own reward; `total` their sum over agents.
+template <class RewardOf>
+double learner_reward(const EnvSpec& spec, int n, int a, double beta, bool targets_scope,
+                      double total, const RewardOf& reward_of) {
+  double team = total / n;
+  if (targets_scope) {
+    const auto& tg = spec.targets[static_cast<std::size_t>(a)];
+    team = 0;
+    for (int j : tg) team += reward_of(j);
+    team /= static_cast<double>(tg.size());
+  }
+  return (1.0 - beta) * reward_of(a) + beta * team;
+}
 
 /// Final figures of a run (identical on every rank).
 struct TrainSummary {

@@ -19,6 +19,12 @@ expect_error "lstcb: malformed batch profile file" 2 "badprofile.csv: expected t
   "$BIN" train --env lstcb --agents-per-rank 4 --profile-file badprofile.csv
 expect_error "tsdqn on an env without a long/short action" 2 "tsdqn needs an env with a long and a short action head" -- \
   "$BIN" train --env aset --algo tsdqn --agents-per-rank 4 --iterations 1
+expect_error "per-target actor on an env without targets" 2 "actor targets needs an env with a targeted action space" -- \
+  mpi 2 "$BIN" train --env aset --agents-per-rank 2 --actor targets --iterations 1
+expect_error "neighbourhood reward on an env without targets" 2 "team-scope targets needs an env with a targeted action space" -- \
+  "$BIN" train --env aset --agents-per-rank 4 --team-scope targets --iterations 1
+expect_error "more neighbours than sites" 2 "site-neighbours must be in \\[0, 3\\] with 4 agents, got 4" -- \
+  "$BIN" train --agents-per-rank 4 --site-neighbours 4 --iterations 1
 expect_error "zero time slot" 2 "slot-minutes must divide 60" -- \
   "$BIN" train --agents-per-rank 4 --slot-minutes 0
 printf 'iterations = 2\nagents-per-rank = 4\nlr_actr = 0.1\n' > typo.toml

@@ -85,3 +85,18 @@ TEST(Training, OverlappedGradientAveragingMatchesTheBlockingOne) {
     EXPECT_EQ(ma, slurp(b + "/metrics.csv"));
   }
 }
+
+TEST(Training, TeamRewardAveragesAllAgentsOrAnAgentsTargets) {
+  geodc::Config env;
+  env.replicate_sites = true;
+  env.neighbours = 2;
+  const auto spec = geodc::make_spec(env, 6);  // agent 0's targets: 0, 1, 5
+  const std::vector<double> r = {1, 2, 4, 8, 16, 32};
+  auto of = [&](int j) { return r[static_cast<std::size_t>(j)]; };
+  const double total = 63;
+  EXPECT_DOUBLE_EQ(learner_reward(spec, 6, 0, 0.0, false, total, of), 1.0);  // own
+  EXPECT_DOUBLE_EQ(learner_reward(spec, 6, 0, 1.0, false, total, of), 63.0 / 6);
+  EXPECT_DOUBLE_EQ(learner_reward(spec, 6, 0, 1.0, true, total, of), (1 + 2 + 32) / 3.0);
+  EXPECT_DOUBLE_EQ(learner_reward(spec, 6, 3, 0.5, true, total, of),
+                   0.5 * 8 + 0.5 * (8 + 16 + 4) / 3.0);  // agent 3: 3, 4, 2
+}
