@@ -74,3 +74,30 @@ sm=$(awk -F, '$1=="masac (greedy)" {print $3}' sm/eval.csv)
 sp=$(awk -F, '$1=="policy.pt (greedy)" {print $3}' sp/eval.csv)
 [ -n "$sm" ] && [ "$sm" = "$sp" ] || fail "MASAC greedy utilities differ: model $sm, exported $sp"
 pass "MASAC exports a policy that PyTorch loads and that scores what the run's model scores ($sm)"
+
+# The scalable layout (8 agents, 2 ranks): geodc neighbourhoods, the per-target actor, the pooled
+# critic and the neighbourhood reward. The export holds no agent-count-sized weights, PyTorch
+# runs it, and it scores what the run's model scores.
+mpi 2 "$BIN" train --agents-per-rank 4 --replicate-sites --site-neighbours 3 --actor targets \
+  --critic pooled --team-scope targets --envs-per-rank 2 --iterations 2 --traj-every 0 --quiet \
+  --no-eval-after --run-dir tgt > tgt.log || fail "$(cat tgt.log)"
+"$BIN" export tgt --critic > tgt-export.log || fail "$(cat tgt-export.log)"
+/usr/bin/python3 - tgt/policy.pt <<'PY' || fail "PyTorch cannot use the exported per-target policy"
+import sys, torch
+m = torch.jit.load(sys.argv[1])
+assert m.num_agents == 8 and m.num_actions == 8 and m.num_targets == 4, (m.num_agents, m.num_actions)
+assert m.targets[0].tolist() == [0, 1, 7, 2], m.targets[0]
+for name, p in m.named_parameters():  # no weight has a dimension of the agent count
+    assert 8 not in p.shape, (name, p.shape)
+probs, action = m(torch.rand(8, 14), 5, True)
+assert probs.shape == (8,) and abs(float(probs.sum()) - 1) < 1e-5 and int(action) == int(probs.argmax())
+v = m.value(torch.rand(3, 8, 14), 2)
+assert v.shape == (3,)
+print("ok: torch.jit.load runs the per-target policy and its pooled critic")
+PY
+mpi 2 "$BIN" eval --model tgt "${E[@]}" --out tm > tm.log
+"$BIN" eval --policy tgt/policy.pt "${E[@]}" --out tp > tp.log
+tm=$(awk -F, '$1=="mappo (greedy)" {print $3}' tm/eval.csv)
+tp=$(awk -F, '$1=="policy.pt (greedy)" {print $3}' tp/eval.csv)
+[ -n "$tm" ] && [ "$tm" = "$tp" ] || fail "per-target greedy utilities differ: model $tm, exported $tp"
+pass "the per-target actor exports a policy that PyTorch runs and that scores what the model scores ($tm)"
