@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
+#include <string>
 
 #include "agents/mappo/mappo.hpp"
 #include "bandit.hpp"
@@ -36,6 +38,16 @@ double train_bandit(Mappo& m, const dist::Comm& comm, int iterations) {
     EXPECT_TRUE(std::isfinite(m.stat(st, "value_loss")));
   }
   return m.action_probs(in.global[0], 0)[2];
+}
+
+/// `m` saved to the model file `path` and loaded into a new learner of the same config and spec
+/// (built with another seed, so only the file can make the two agree).
+std::unique_ptr<Mappo> reloaded(const Mappo& m, const MappoConfig& cfg, const EnvSpec& spec,
+                                const std::string& path) {
+  m.save(path);
+  auto b = std::make_unique<Mappo>(cfg, spec, dist::Comm::world(), 1, 0, 1, 1, 4);
+  b->load(path);
+  return b;
 }
 
 /// The bandit tests' learner settings, with the named critic.
@@ -195,11 +207,9 @@ TEST(PooledCritic, LearnsTheBanditAndRoundTripsThroughAModelFile) {
   Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
   EXPECT_GT(train_bandit(m, comm, 30), 0.8);
   const auto dir = test::temp_dir("pooled");
-  m.save(dir + "/m.pt");
-  Mappo b(cfg, spec, comm, 1, 0, 1, 1, 4);
-  b.load(dir + "/m.pt");
+  const auto b = reloaded(m, cfg, spec, dir + "/m.pt");
   std::vector<float> obs = {0.5f, -0.5f};
-  EXPECT_EQ(value_of(m, spec, obs, 1, 0), value_of(b, spec, obs, 1, 0));
+  EXPECT_EQ(value_of(m, spec, obs, 1, 0), value_of(*b, spec, obs, 1, 0));
   MappoConfig concat = cfg;
   concat.critic = "concat";
   Mappo c(concat, spec, comm, 1, 0, 1, 1, 4);
@@ -267,17 +277,15 @@ TEST(PerTargetActor, LearnsAndRoundTripsAndRefusesWhatDoesNotFit) {
   Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
   EXPECT_GT(train_bandit(m, comm, 30), 0.8);
   const auto dir = test::temp_dir("targets");
-  m.save(dir + "/m.pt");
-  Mappo b(cfg, spec, comm, 1, 0, 1, 1, 4);
-  b.load(dir + "/m.pt");
+  const auto b = reloaded(m, cfg, spec, dir + "/m.pt");
   std::vector<float> obs = {0.5f, -0.5f};
   const GlobalObs g{obs.data(), 1, 2};
-  EXPECT_EQ(m.action_probs(g, 0), b.action_probs(g, 0));
+  EXPECT_EQ(m.action_probs(g, 0), b->action_probs(g, 0));
   MappoConfig mlp = cfg;
   mlp.actor = "mlp";
   Mappo c(mlp, spec, comm, 1, 0, 1, 1, 4);
   EXPECT_THROW(c.load(dir + "/m.pt"), ConfigError);
-  EXPECT_THROW(b.load(dir + "/missing.pt"), InputError);
+  EXPECT_THROW(b->load(dir + "/missing.pt"), InputError);
   // An env without targets cannot have a per-target actor.
   EXPECT_THROW(Mappo(cfg, test::bandit_spec(), comm, 1, 0, 1, 1, 3), ConfigError);
 }

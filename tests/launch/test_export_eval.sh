@@ -68,12 +68,19 @@ probs, action = m(torch.zeros(4, 14), 2, True)
 assert probs.shape == (8,) and abs(float(probs.sum()) - 1) < 1e-5 and int(action) == int(probs.argmax())
 print("ok: torch.jit.load reads the MASAC policy")
 PY
-mpi 2 "$BIN" eval --model sac "${E[@]}" --out sm > sm.log
-"$BIN" eval --policy sac/policy.pt "${E[@]}" --out sp > sp.log
-sm=$(awk -F, '$1=="masac (greedy)" {print $3}' sm/eval.csv)
-sp=$(awk -F, '$1=="policy.pt (greedy)" {print $3}' sp/eval.csv)
-[ -n "$sm" ] && [ "$sm" = "$sp" ] || fail "MASAC greedy utilities differ: model $sm, exported $sp"
-pass "MASAC exports a policy that PyTorch loads and that scores what the run's model scores ($sm)"
+# same_greedy_score LABEL RUN_DIR MODEL_ROW: the run's model (2 ranks) and its exported policy
+# (1 rank) score the same when both act greedily; sets SCORE.
+same_greedy_score() {
+  local label=$1 dir=$2 row=$3 m p
+  mpi 2 "$BIN" eval --model "$dir" "${E[@]}" --out "$dir-m" > "$dir-m.log"
+  "$BIN" eval --policy "$dir/policy.pt" "${E[@]}" --out "$dir-p" > "$dir-p.log"
+  m=$(awk -F, -v r="$row" '$1==r {print $3}' "$dir-m/eval.csv")
+  p=$(awk -F, '$1=="policy.pt (greedy)" {print $3}' "$dir-p/eval.csv")
+  [ -n "$m" ] && [ "$m" = "$p" ] || fail "$label greedy utilities differ: model $m, exported $p"
+  SCORE=$m
+}
+same_greedy_score MASAC sac "masac (greedy)"
+pass "MASAC exports a policy that PyTorch loads and that scores what the run's model scores ($SCORE)"
 
 # The scalable layout (8 agents, 2 ranks): geodc neighbourhoods, the per-target actor, the pooled
 # critic and the neighbourhood reward. The export holds no agent-count-sized weights, PyTorch
@@ -95,9 +102,5 @@ v = m.value(torch.rand(3, 8, 14), 2)
 assert v.shape == (3,)
 print("ok: torch.jit.load runs the per-target policy and its pooled critic")
 PY
-mpi 2 "$BIN" eval --model tgt "${E[@]}" --out tm > tm.log
-"$BIN" eval --policy tgt/policy.pt "${E[@]}" --out tp > tp.log
-tm=$(awk -F, '$1=="mappo (greedy)" {print $3}' tm/eval.csv)
-tp=$(awk -F, '$1=="policy.pt (greedy)" {print $3}' tp/eval.csv)
-[ -n "$tm" ] && [ "$tm" = "$tp" ] || fail "per-target greedy utilities differ: model $tm, exported $tp"
-pass "the per-target actor exports a policy that PyTorch runs and that scores what the model scores ($tm)"
+same_greedy_score "per-target actor" tgt "mappo (greedy)"
+pass "the per-target actor exports a policy that PyTorch runs and that scores what the model scores ($SCORE)"
