@@ -7,6 +7,15 @@ cd "$WORK"
 "$BIN" train --config "$SRC/launch/configs/default.toml" --print-config > shipped.toml
 diff <(grep -v '^#' builtin.toml) <(grep -v '^#' shipped.toml) || fail "launch/configs/default.toml differs from the built-in defaults"
 pass "default.toml == built-in defaults"
+# Every shipped example config parses, and its env and learner accept each other (a run of 0
+# iterations builds both and stops; 4 agents, what the fixed-site configs define).
+for cfg in "$SRC"/launch/configs/*.toml; do
+  name=$(basename "$cfg" .toml)
+  "$BIN" train --config "$cfg" --agents-per-rank 4 --iterations 0 --no-eval-after --quiet \
+    --run-dir "cfg-$name" \
+    > "cfg-$name.log" 2>&1 || fail "launch/configs/$name.toml: $(cat "cfg-$name.log")"
+done
+pass "every launch/configs/*.toml builds its env and learner"
 printf '[run]\niterations = 7\nagents_per_rank = 4\n[env]\ngpus = [8, 8, 8, 8]\nshare-actor = false\n' > c.toml
 "$BIN" train --config c.toml --iterations 9 --print-config > resolved.toml
 grep -qx 'iterations = 9' resolved.toml || fail "flag did not override the file"
