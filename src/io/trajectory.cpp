@@ -292,6 +292,16 @@ struct TrajectoryWriter::Impl {
     h5::write_attr(r, "obs_fields", s.obs_fields);
     h5::write_attr(r, "num_public_obs_fields", static_cast<std::int64_t>(s.num_public));
     h5::write_attr(r, "action_names", s.action_names);
+    if (s.num_targets() > 0) {  // targeted actions: action = m·T + t acts on agent targets[i][t]
+      std::string t = "[";
+      for (std::size_t i = 0; i < s.targets.size(); ++i) {
+        t += i ? ", [" : "[";
+        for (std::size_t j = 0; j < s.targets[i].size(); ++j)
+          t += (j ? ", " : "") + std::to_string(s.targets[i][j]);
+        t += "]";
+      }
+      h5::write_attr(r, "action_targets", t + "]");
+    }
     h5::write_attr(r, "reward_components", s.reward_components);
     h5::write_attr(r, "episode_length", static_cast<std::int64_t>(s.episode_length));
     h5::write_attr(r, "global_state",

@@ -11,6 +11,7 @@ Exits non-zero with a message on the first mismatch.
 """
 import csv
 import glob
+import json
 import os
 import sys
 
@@ -130,6 +131,9 @@ def check_run(run_dir, ranks):
     na = len(f.attrs["action_names"])
     if acts.min() < 0 or acts.max() >= na:
         fail(f"actions outside [0, {na})")
+    tg = json.loads(f.attrs["action_targets"])  # geodc: run or defer x each agent's targets
+    if len(tg) != n or any(2 * len(t) != na or a not in t for a, t in enumerate(tg)):
+        fail(f"action_targets {tg} do not list every agent's targets")
     lp = f["log_probs"][:]
     if not (np.all(lp <= 0) and np.all(np.isfinite(lp)) and np.all(np.isfinite(f["values"][:]))):
         fail("log_probs must be finite and <= 0, values finite")
