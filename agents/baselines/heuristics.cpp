@@ -36,6 +36,7 @@ class Heuristic final : public Policy {
         const int self = in.first_agent + k;
         const auto& tg = spec.targets[static_cast<std::size_t>(self)];
         const int me = static_cast<int>(std::find(tg.begin(), tg.end(), self) - tg.begin());
+        auto obs = [&](int t) { return g.row(tg[static_cast<std::size_t>(t)]); };  // target t's
         int a = me;
         switch (kind_) {
           case Kind::kRandom:
@@ -52,8 +53,8 @@ class Heuristic final : public Policy {
           case Kind::kLeastLoaded: {
             float most = -1.f;
             for (int t = 0; t < T; ++t)
-              if (t != me && g.row(tg[static_cast<std::size_t>(t)])[free_] > most) {
-                most = g.row(tg[static_cast<std::size_t>(t)])[free_];
+              if (t != me && obs(t)[free_] > most) {
+                most = obs(t)[free_];
                 a = t;
               }
             break;  // run what fits here, overflow to the least-loaded other target
@@ -63,9 +64,7 @@ class Heuristic final : public Policy {
             const int f = kind_ == Kind::kLowestCarbon ? carbon_ : price_;
             int best = me;
             for (int t = 0; t < T; ++t)
-              if (g.row(tg[static_cast<std::size_t>(t)])[f] <
-                  g.row(tg[static_cast<std::size_t>(best)])[f])
-                best = t;
+              if (obs(t)[f] < obs(best)[f]) best = t;
             a = best == me ? me : T + best;
             break;
           }

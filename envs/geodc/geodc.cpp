@@ -205,18 +205,16 @@ EnvSpec make_spec(const Config& cfg, int num_agents) {
                   "queue_fill",    "urgent_frac", "mean_slack", "inbound",    "carbon_trend",
                   "price_trend",   "hour_sin",    "hour_cos",   "progress"};
   s.num_public = 4;
-  if (cfg.neighbours == 0) {
-    for (int k = 0; k < num_agents; ++k)
-      s.action_names.push_back("run-fit/overflow->" + std::to_string(k) + ":" +
-                               cfg.sites[static_cast<std::size_t>(cfg.site_of(k))]);
-    for (int k = 0; k < num_agents; ++k)
-      s.action_names.push_back("defer/send->" + std::to_string(k) + ":" +
-                               cfg.sites[static_cast<std::size_t>(cfg.site_of(k))]);
-  } else {
-    for (const char* mode : {"run-fit/overflow->", "defer/send->"})
-      for (int t = 0; t <= cfg.neighbours; ++t)
-        s.action_names.push_back(mode + (t == 0 ? std::string("self") : "nbr" + std::to_string(t)));
-  }
+  // Target t's name: the site itself when every site is a target (the same for every agent),
+  // else its place in the agent's neighbourhood.
+  const int T = cfg.neighbours == 0 ? num_agents : cfg.neighbours + 1;
+  auto target_name = [&](int t) {
+    if (cfg.neighbours == 0)
+      return std::to_string(t) + ":" + cfg.sites[static_cast<std::size_t>(cfg.site_of(t))];
+    return t == 0 ? std::string("self") : "nbr" + std::to_string(t);
+  };
+  for (const char* mode : {"run-fit/overflow->", "defer/send->"})
+    for (int t = 0; t < T; ++t) s.action_names.push_back(mode + target_name(t));
   // Each (agent, target) pair's transfer time in minutes per GB (0 for the agent itself).
   s.target_feature_names = {"transfer_min_per_gb"};
   for (int i = 0; i < num_agents; ++i) {
