@@ -15,19 +15,17 @@ class GeoDcFactory final : public EnvFactory {
   GeoDcFactory(const geodc::Config& cfg, int num_agents)
       : cfg_(std::make_shared<geodc::Config>(cfg)),
         spec_(std::make_shared<EnvSpec>(geodc::make_spec(cfg, num_agents))),
-        sites_(geodc::load_sites(cfg, num_agents)),
-        num_agents_(num_agents) {}
+        sites_(geodc::load_sites(cfg, num_agents)) {}
   const EnvSpec& spec() const override { return *spec_; }
   std::unique_ptr<Shard> make_shard(int agent) const override {
     return std::make_unique<geodc::Shard>(cfg_, spec_, sites_.at(static_cast<std::size_t>(agent)),
-                                          agent, num_agents_);
+                                          agent);
   }
 
  private:
   std::shared_ptr<const geodc::Config> cfg_;
   std::shared_ptr<const EnvSpec> spec_;
   std::vector<std::shared_ptr<const geodc::SiteData>> sites_;
-  int num_agents_;
 };
 
 class AsetFactory final : public EnvFactory {

@@ -308,13 +308,12 @@ std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int n
 // ---------------------------------------------------------------------------------------------
 
 Shard::Shard(std::shared_ptr<const Config> cfg, std::shared_ptr<const EnvSpec> spec,
-             std::shared_ptr<const SiteData> site, int agent, int num_agents)
+             std::shared_ptr<const SiteData> site, int agent)
     : cfg_holder_(std::move(cfg)),
       cfg_(*cfg_holder_),
       spec_(std::move(spec)),
       site_(std::move(site)),
       agent_(agent),
-      num_agents_(num_agents),
       site_index_(cfg_.site_of(agent)),
       capacity_(cfg_.gpus[static_cast<std::size_t>(site_index_)]),
       pue_(cfg_.pue[static_cast<std::size_t>(site_index_)]),

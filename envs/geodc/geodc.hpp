@@ -112,7 +112,7 @@ std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int n
 class Shard final : public marlsched::Shard {
  public:
   Shard(std::shared_ptr<const Config> cfg, std::shared_ptr<const EnvSpec> spec,
-        std::shared_ptr<const SiteData> site, int agent, int num_agents);
+        std::shared_ptr<const SiteData> site, int agent);
 
   const EnvSpec& spec() const override { return *spec_; }
   void reset(std::uint64_t world_seed, std::uint64_t shard_seed) override;
@@ -143,7 +143,7 @@ class Shard final : public marlsched::Shard {
   const Config& cfg_;
   std::shared_ptr<const EnvSpec> spec_;
   std::shared_ptr<const SiteData> site_;
-  int agent_, num_agents_, site_index_, capacity_;
+  int agent_, site_index_, capacity_;
   double pue_;
   std::int64_t trace_start_hour_;  ///< --trace-start, parsed once
   Rng rng_;
