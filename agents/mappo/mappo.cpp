@@ -42,7 +42,8 @@ void MappoConfig::bind(OptionBinder& b) {
   b.add("critic-hidden", critic_hidden, "critic hidden layer sizes");
   b.add("critic", critic,
         "critic input: concat (every agent's observation and the agent id; grows with the agent "
-        "count) or pooled (own observation and the mean of a shared per-agent embedding; size "
+        "count) or pooled (own observation and the mean of a shared per-agent embedding, which the "
+        "ranks exchange as one fixed-size sum per step; size "
         "independent of the agent count)");
   b.add("critic-embed", critic_embed, "embedding width of the pooled critic");
   b.add("share-actor", share_actor, "one actor shared by all agents (with agent-id input)");
@@ -101,7 +102,8 @@ struct Mappo::Impl {
   torch::Device dev;
   int n, first, k, e, d, pub, na, ain, cin;
   bool pooled;  // --critic pooled: critic_enc embeds each agent's observation, critic is the head
-  bool local;   // IPPO (--critic local): the critic reads the actor's input
+  mutable bool pool_checked = false;  // pool() has verified that the ranks hold all n agents
+  bool local;                         // IPPO (--critic local): the critic reads the actor's input
   bool per_target;  // --actor targets: each actor scores (own observation, target row) pairs
   Mlp critic_enc{nullptr};
   std::vector<Mlp> actors;
@@ -124,8 +126,6 @@ struct Mappo::Impl {
   int steps = 0;
   // Last act() inputs (so that record() can pair them).
   std::vector<float> last_x, last_c, last_logp, last_value;
-  // Pooled critic: every agent's observations per (step, copy) once, not per local agent row.
-  std::vector<float> gobs, last_g;
   std::vector<std::int64_t> last_act;
 
   Impl(const MappoConfig& cf, const EnvSpec& sp, const dist::Comm& cm, int num_agents,
@@ -149,7 +149,10 @@ struct Mappo::Impl {
         local(cf.critic == "local"),
         per_target(cf.actor == "targets"),
         sample_rng(derive_seed(seed, {0xAC7, static_cast<std::uint64_t>(cm.rank())})),
-        shuffle_rng(derive_seed(seed, {0x5F1, static_cast<std::uint64_t>(cm.rank())})) {
+        // The pooled critic's minibatches are whole (step, copy) groups, the same on every rank
+        // (update()), so its shuffle does not depend on the rank.
+        shuffle_rng(derive_seed(
+            seed, {0x5F1, cf.critic == "pooled" ? ~0ULL : static_cast<std::uint64_t>(cm.rank())})) {
     cfg.check_env(sp);
     // Same torch seed on every rank: shared networks start identical (and are broadcast anyway).
     torch::manual_seed(derive_seed(seed, {0x1417}) & 0x7FFFFFFFFFFFULL);
@@ -223,7 +226,7 @@ struct Mappo::Impl {
       std::copy(xa, xa + ain, xc);
       return;
     }
-    if (pooled) {  // own observation; the others come through pack_groups()
+    if (pooled) {  // own observation; the other agents' reach it as pool()'s embedding mean
       std::copy(g.row(self), g.row(self) + d, xc);
       return;
     }
@@ -253,7 +256,11 @@ struct Mappo::Impl {
   std::vector<std::int64_t> layout() const {
     std::vector<std::int64_t> l = {
         n, k, ain, cin, na, cfg.share_actor ? static_cast<std::int64_t>(actors.size()) : 0};
-    if (per_target) l.push_back(1);
+    if (per_target || pooled) l.push_back(per_target ? 1 : 0);
+    // The pooled critic's embedding exchange (minibatches of whole groups shared by all ranks):
+    // files of the earlier pooled critic, which recomputed every embedding on every rank and
+    // shuffled per rank, are refused rather than resumed with shuffles that differ per rank.
+    if (pooled) l.push_back(1);
     return l;
   }
 
@@ -267,35 +274,46 @@ struct Mappo::Impl {
     return cfg.value_norm ? static_cast<float>(v * vnorm.std() + vnorm.mean) : v;
   }
 
-  /// Pooled critic: every copy's global observations, [copy][agent][obs] (zeros for a copy
-  /// without any, e.g. a terminal observation of a copy that did not end).
-  void pack_groups(const std::vector<GlobalObs>& global, std::vector<float>& g) const {
-    const auto per = static_cast<std::size_t>(n) * static_cast<std::size_t>(d);
-    g.assign(global.size() * per, 0.f);
-    for (std::size_t c = 0; c < global.size(); ++c)
-      if (global[c].data != nullptr) std::copy(global[c].data, global[c].data + per, &g[c * per]);
+  /// Pooled critic, this rank's part: the sum over its k agents of the encoder's embedding of
+  /// each agent's observation, per (step, copy) group, for critic-input rows C [groups·k, d]
+  /// ([group][k]; a pooled critic's input row is the agent's own observation).
+  torch::Tensor local_embedding_sum(const torch::Tensor& C) const {
+    return critic_enc.ptr()->forward(C).reshape({C.size(0) / k, k, -1}).sum(1);
   }
 
-  /// Critic output [rows] for critic inputs C [rows, cin]; the pooled critic also takes the
-  /// groups' global observations G [groups, n, d] and each row's group index into G.
-  torch::Tensor critic_forward(const torch::Tensor& C, const torch::Tensor& G,
-                               const torch::Tensor& group) const {
-    if (!pooled) return critic.ptr()->forward(C).squeeze(1);
-    auto emb = critic_enc.ptr()->forward(G.reshape({-1, d})).reshape({G.size(0), n, -1}).mean(1);
-    return critic.ptr()->forward(torch::cat({C, emb.index_select(0, group)}, 1)).squeeze(1);
-  }
-
-  /// Critic values (denormalised) for the rows of a critic-input buffer ([copy][k] rows; `gbuf`:
-  /// the copies' global observations, read by the pooled critic only).
-  std::vector<float> values(std::vector<float>& xc, int rows, std::vector<float>& gbuf) const {
-    torch::NoGradGuard g;
-    auto t = torch::from_blob(xc.data(), {rows, cin}, torch::kFloat32).to(dev);
-    torch::Tensor G, group;
-    if (pooled) {
-      G = torch::from_blob(gbuf.data(), {rows / k, n, d}, torch::kFloat32).to(dev);
-      group = group_index(rows);
+  /// Pooled critic, the collective: the mean over all n agents, per group, of what the ranks'
+  /// S [groups, E] sum: ONE MPI_Allreduce of groups·E floats, so what crosses the network per
+  /// (step, copy) is a fixed-size embedding, whatever the agent count. The result (on the
+  /// device, outside any graph) is identical on every rank. The same call carries gradients
+  /// back: the adjoint of a mean pool over ranks is the mean pool of the ranks' gradients.
+  /// Adds its time to *t_comm when given.
+  torch::Tensor pool(const torch::Tensor& S, double* t_comm = nullptr) const {
+    const double t0 = now();
+    if (!pool_checked) {  // the ranks of `comm` must together hold every agent once
+      int held = k;
+      comm.allreduce_sum(&held, 1);
+      MARLSCHED_CHECK(held == n, "the pooled critic's ranks hold " << held << " agents, not " << n);
+      pool_checked = true;
     }
-    auto v = nn::host(critic_forward(t, G, group));
+    auto h = S.detach().to(torch::kCPU).contiguous().clone();
+    comm.allreduce_sum(h.data_ptr<float>(), static_cast<int>(h.numel()));
+    if (t_comm != nullptr) *t_comm += now() - t0;
+    return (h / static_cast<double>(n)).to(dev);
+  }
+
+  /// Pooled critic's head on rows C [groups·k, d] ([group][k]) with each group's pooled
+  /// embedding P [groups, E].
+  torch::Tensor pooled_head(const torch::Tensor& C, const torch::Tensor& P) const {
+    return critic.ptr()->forward(torch::cat({C, P.repeat_interleave(k, 0)}, 1)).squeeze(1);
+  }
+
+  /// Critic values (denormalised) for the rows of a critic-input buffer ([copy][k] rows). The
+  /// pooled critic's are a collective: every rank calls this together.
+  std::vector<float> values(std::vector<float>& xc, int rows) const {
+    torch::NoGradGuard g;
+    auto t = nn::blob(xc, rows, cin, dev);
+    auto v = nn::host(pooled ? pooled_head(t, pool(local_embedding_sum(t)))
+                             : critic.ptr()->forward(t).squeeze(1));
     std::vector<float> out(static_cast<std::size_t>(rows));
     for (int i = 0; i < rows; ++i)
       out[static_cast<std::size_t>(i)] = denorm(v.data_ptr<float>()[i]);
@@ -303,17 +321,17 @@ struct Mappo::Impl {
   }
 
   /// Critic values (denormalised) of every (copy, local agent) row for one global observation
-  /// per copy.
+  /// per copy (a copy without one, e.g. no terminal observation because it did not end, gets
+  /// zero inputs and a value nobody reads).
   std::vector<float> values_of(const std::vector<GlobalObs>& global) const {
     const int rows = e * k;
     std::vector<float> xa(static_cast<std::size_t>(ain)), xc(static_cast<std::size_t>(rows * cin));
     for (int cp = 0; cp < e; ++cp)
-      for (int kk = 0; kk < k; ++kk)
-        build_inputs(global[static_cast<std::size_t>(cp)], kk, xa.data(),
-                     xc.data() + static_cast<std::ptrdiff_t>(cp * k + kk) * cin);
-    std::vector<float> gbuf;
-    if (pooled) pack_groups(global, gbuf);
-    return values(xc, rows, gbuf);
+      if (global[static_cast<std::size_t>(cp)].data != nullptr)
+        for (int kk = 0; kk < k; ++kk)
+          build_inputs(global[static_cast<std::size_t>(cp)], kk, xa.data(),
+                       xc.data() + static_cast<std::ptrdiff_t>(cp * k + kk) * cin);
+    return values(xc, rows);
   }
 
   /// TorchScript lines computing the critic's input `x` from `o` [b, num_agents, obs_dim] and
@@ -329,11 +347,6 @@ struct Mappo::Impl {
     onehot[:, agent] = 1.0
     x = torch.cat([o.reshape(b, self.num_agents * self.obs_dim), onehot], 1)
 )";
-  }
-
-  /// Each row's (step, copy) group, for rows [.. step][copy][k]: row / k.
-  torch::Tensor group_index(int rows) const {
-    return torch::div(torch::arange(rows, torch::kInt64), k, "floor").to(dev);
   }
 
   torch::Tensor local_agent_index(int rows) const {
@@ -404,10 +417,7 @@ void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
     m.last_act[static_cast<std::size_t>(r)] = a;
     m.last_logp[static_cast<std::size_t>(r)] = row[a];
   }
-  if (m.training) {
-    if (m.pooled) m.pack_groups(in.global, m.last_g);
-    m.last_value = m.values(m.last_c, rows, m.last_g);
-  }
+  if (m.training) m.last_value = m.values(m.last_c, rows);
 }
 
 const std::vector<float>& Mappo::last_log_probs() const {
@@ -424,7 +434,6 @@ void Mappo::record(const StepFeedback& fb) {
   MARLSCHED_CHECK(static_cast<int>(fb.reward.size()) == rows, "feedback has wrong size");
   m.x.insert(m.x.end(), m.last_x.begin(), m.last_x.end());
   m.c.insert(m.c.end(), m.last_c.begin(), m.last_c.end());
-  m.gobs.insert(m.gobs.end(), m.last_g.begin(), m.last_g.end());
   m.act.insert(m.act.end(), m.last_act.begin(), m.last_act.end());
   m.logp.insert(m.logp.end(), m.last_logp.begin(), m.last_logp.end());
   m.value.insert(m.value.end(), m.last_value.begin(), m.last_value.end());
@@ -513,11 +522,6 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   // One copy of the rollout to the device (none on the CPU); minibatches index it there.
   auto X = torch::from_blob(m.x.data(), {M, m.ain}, torch::kFloat32).to(m.dev);
   auto C = torch::from_blob(m.c.data(), {M, m.cin}, torch::kFloat32).to(m.dev);
-  torch::Tensor G, GROUP;  // pooled critic: groups' observations, each row's group
-  if (m.pooled) {
-    G = torch::from_blob(m.gobs.data(), {M / m.k, m.n, m.d}, torch::kFloat32).to(m.dev);
-    GROUP = m.group_index(M);
-  }
   auto A = torch::from_blob(m.act.data(), {M}, torch::kInt64).to(m.dev);
   auto OLD = torch::from_blob(m.logp.data(), {M}, torch::kFloat32).to(m.dev);
   auto ADV = torch::from_blob(adv.data(), {M}, torch::kFloat32).to(m.dev);
@@ -526,16 +530,27 @@ UpdateStats Mappo::update(const PolicyInput& last) {
 
   const auto actor_params = params_of(m.actors);
   const auto critic_params = m.critic_params();
-  const int mb = std::max(1, M / m.cfg.minibatches);
-  std::vector<std::int64_t> perm(static_cast<std::size_t>(M));
+  // Minibatches shuffle units of `unit` consecutive rows: single rows, or for the pooled critic
+  // whole (step, copy) groups (k rows), in the same order on every rank (its shuffle seed does
+  // not depend on the rank), because a group's pooled embedding, and its gradient, are sums over
+  // every rank's agents.
+  const int unit = m.pooled ? m.k : 1, units = M / unit;
+  const int batches = std::min(m.cfg.minibatches, units);
+  const int mb = units / batches * unit;
+  std::vector<std::int64_t> uperm(static_cast<std::size_t>(units)),
+      perm(static_cast<std::size_t>(M));
   int updates = 0;
   for (int ep = 0; ep < m.cfg.epochs; ++ep) {
-    for (int i = 0; i < M; ++i) perm[static_cast<std::size_t>(i)] = i;
-    for (int i = M - 1; i > 0; --i)
-      std::swap(perm[static_cast<std::size_t>(i)],
-                perm[m.shuffle_rng.below(static_cast<std::uint64_t>(i + 1))]);
-    for (int b = 0; b < m.cfg.minibatches; ++b) {
+    for (int i = 0; i < units; ++i) uperm[static_cast<std::size_t>(i)] = i;
+    for (int i = units - 1; i > 0; --i)
+      std::swap(uperm[static_cast<std::size_t>(i)],
+                uperm[m.shuffle_rng.below(static_cast<std::uint64_t>(i + 1))]);
+    for (int i = 0; i < M; ++i)
+      perm[static_cast<std::size_t>(i)] =
+          uperm[static_cast<std::size_t>(i / unit)] * unit + i % unit;
+    for (int b = 0; b < batches; ++b) {
       const double t0 = now();
+      double t_comm = 0;
       auto idx =
           torch::from_blob(perm.data() + static_cast<std::ptrdiff_t>(b) * mb, {mb}, torch::kInt64)
               .to(m.dev);
@@ -550,12 +565,14 @@ UpdateStats Mappo::update(const PolicyInput& last) {
       auto surr = torch::min(ratio * adv_b,
                              torch::clamp(ratio, 1.0 - m.cfg.clip, 1.0 + m.cfg.clip) * adv_b);
       auto policy_loss = -surr.mean();
-      torch::Tensor v;
-      if (m.pooled) {  // embed each group of the minibatch once, for all its rows
-        auto [groups, inverse] = torch::_unique(GROUP.index_select(0, idx), true, true);
-        v = m.critic_forward(C.index_select(0, idx), G.index_select(0, groups), inverse);
+      const auto cb = C.index_select(0, idx);
+      torch::Tensor v, S, P;
+      if (m.pooled) {  // rows are whole groups: [group][k]
+        S = m.local_embedding_sum(cb);
+        P = m.pool(S, &t_comm).requires_grad_(true);
+        v = m.pooled_head(cb, P);
       } else {
-        v = m.critic_forward(C.index_select(0, idx), G, GROUP);
+        v = m.critic.ptr()->forward(cb).squeeze(1);
       }
       auto value_loss = torch::nn::functional::huber_loss(
           v, TGT.index_select(0, idx),
@@ -566,7 +583,15 @@ UpdateStats Mappo::update(const PolicyInput& last) {
       m.critic_grads.zero();
       m.actor_grads.zero();
       m.critic_grads.backward(m.cfg.value_coef * value_loss, m.comm);
-      double t_comm = 0;
+      if (m.pooled) {
+        // P's gradient on each rank is its share of the gradient of the ranks' mean loss (the
+        // bucket seeds backward with 1/size); pool() sums the shares and divides by n, which is
+        // d(loss)/d(each agent's embedding), and each rank carries that into the encoder through
+        // its own agents. The bucket then sums those encoder gradients over the ranks (already
+        // scaled by the seed, so not averaged again): the full gradient, with only embeddings
+        // and their gradients crossing the network.
+        S.backward(m.pool(P.grad(), &t_comm));
+      }
       if (m.cfg.overlap_grads) {
         const double c0 = now();
         m.critic_grads.start(m.comm);
@@ -607,7 +632,6 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   for (double v : s) st.values.push_back(v / div);
   m.x.clear();
   m.c.clear();
-  m.gobs.clear();
   m.act.clear();
   m.logp.clear();
   m.value.clear();

@@ -7,7 +7,9 @@
 ///   every site (as exchanged), and a one-hot agent id; output = action logits. Or (--actor
 ///   targets) a per-target scoring network whose size does not depend on the agent count.
 /// * Critic V(global state, agent id): input = every agent's observation (the allgather) and
-///   the one-hot id. Value targets are normalised with running moments (MAPPO's ValueNorm).
+///   the one-hot id; or (--critic pooled) the own observation and the mean of every agent's
+///   embedding, exchanged as fixed-size sums (one allreduce per step, two per minibatch). Value
+///   targets are normalised with running moments (MAPPO's ValueNorm).
 /// * PPO clipped surrogate, GAE(λ) with truncation bootstrapping, entropy bonus, Huber value
 ///   loss, Adam, global-norm gradient clipping, epochs × minibatches.
 /// * Gradients that must agree across ranks (critic; actor when shared) are averaged with ONE
@@ -59,7 +61,10 @@ struct MappoConfig {
   std::string device = "cpu";
   /// The critic's input (--critic): "concat", V(every agent's observation, agent id), whose
   /// size grows with the agent count; "pooled", V(own observation, mean over all agents of a
-  /// shared embedding of each agent's observation), whose size does not; "local" (IPPO, set by
+  /// shared embedding of each agent's observation), whose size does not: each rank embeds its
+  /// own agents and the ranks allreduce the embeddings' sum per (step, copy), and in the update
+  /// its gradient (the learners of `comm` must then hold every agent once between them, and
+  /// minibatches are whole (step, copy) groups, the same on every rank); "local" (IPPO, set by
   /// the algorithm's name in agents/registry.cpp), V(the agent's own actor input).
   std::string critic = "concat";
   int critic_embed = 64;     ///< embedding width of the pooled critic

@@ -226,8 +226,11 @@ TEST(Export, PerTargetActorMatchesTheTrainer) {
   const auto cases = expected({{&m, 0}, {&m, 1}, {&m, 2}, {&m, 3}}, n, d, n, 8, 29);
   check_in_libtorch(dir + "/policy.pt", cases, n, d);
   check_in_python(dir + "/policy.pt", cases, n, d, dir);
-  // One scoring network per group (the per-agent branches of the module).
+  // One scoring network per group (the per-agent branches of the module). The two learners
+  // stand for two ranks without running as two: the critic that concatenates observations
+  // computes their values alone, where the pooled one needs its ranks together (pool()).
   cfg.actor_groups = {0, 1, 0, 1};
+  cfg.critic = "concat";
   const int k = 2;
   Mappo r0(cfg, targeted_spec(n), self, n, 0, k, 1, 31),
       r1(cfg, targeted_spec(n), self, n, 2, k, 1, 31);

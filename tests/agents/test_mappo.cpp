@@ -45,7 +45,8 @@ double train_bandit(Mappo& m, const dist::Comm& comm, int iterations) {
 std::unique_ptr<Mappo> reloaded(const Mappo& m, const MappoConfig& cfg, const EnvSpec& spec,
                                 const std::string& path) {
   m.save(path);
-  auto b = std::make_unique<Mappo>(cfg, spec, dist::Comm::world(), 1, 0, 1, 1, 4);
+  static const auto world = dist::Comm::world();  // a learner keeps a reference to its comm
+  auto b = std::make_unique<Mappo>(cfg, spec, world, 1, 0, 1, 1, 4);
   b->load(path);
   return b;
 }

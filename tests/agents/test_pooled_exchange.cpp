@@ -1,0 +1,163 @@
+// MAPPO's pooled critic across ranks (run at 1, 2 and 4 ranks): each rank embeds only its own
+// agents, and the ranks exchange per-(step, copy) sums of the embeddings, and in the update those
+// sums' gradients, never another agent's observation. Yet the values it computes, and what its
+// update learns, equal those of one process that holds every agent and pools all embeddings
+// itself.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "agents/mappo/mappo.hpp"
+#include "bandit.hpp"
+#include "core/error.hpp"
+
+using namespace marlsched;
+
+namespace {
+
+constexpr int kAgents = 4, kCopies = 2, kSteps = 6;
+
+MappoConfig pooled_config() {
+  MappoConfig cfg;
+  cfg.critic = "pooled";
+  cfg.critic_embed = 8;
+  cfg.critic_hidden = {16};
+  cfg.actor_hidden = {8};
+  cfg.rollout_steps = kSteps;
+  cfg.epochs = 2;
+  cfg.minibatches = 3;
+  cfg.lr_critic = 3e-3;  // large enough that one update moves the values well past the tolerance
+  return cfg;
+}
+
+/// Random global observations of every copy, the same on every rank (fixed seed).
+struct Globals {
+  std::vector<std::vector<float>> obs;  // [copy][agent * obs_dim]
+  std::vector<GlobalObs> view() {
+    std::vector<GlobalObs> g;
+    for (auto& o : obs) g.push_back(GlobalObs{o.data(), kAgents, 2});
+    return g;
+  }
+};
+Globals draw(std::mt19937& gen) {
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  Globals g;
+  g.obs.resize(kCopies);
+  for (auto& o : g.obs)
+    for (int j = 0; j < kAgents * 2; ++j) o.push_back(u(gen));
+  return g;
+}
+
+PolicyInput input_of(const EnvSpec& spec, Globals& g, int first, int k) {
+  PolicyInput in;
+  in.spec = &spec;
+  in.copies = kCopies;
+  in.num_agents = kAgents;
+  in.first_agent = first;
+  in.local_agents = k;
+  in.global = g.view();
+  in.episode_step.assign(kCopies, 0);
+  return in;
+}
+
+/// The values of `split` (agents first .. first+k-1) equal those `whole` gives the same agents.
+void expect_same_values(const Mappo& split, const Mappo& whole, int first, int k,
+                        const char* when) {
+  const auto& vs = split.last_values();
+  const auto& vw = whole.last_values();
+  ASSERT_EQ(vs.size(), static_cast<std::size_t>(kCopies * k));
+  ASSERT_EQ(vw.size(), static_cast<std::size_t>(kCopies * kAgents));
+  for (int c = 0; c < kCopies; ++c)
+    for (int kk = 0; kk < k; ++kk) {
+      const float a = vs[static_cast<std::size_t>(c * k + kk)];
+      const float b = vw[static_cast<std::size_t>(c * kAgents + first + kk)];
+      EXPECT_NEAR(a, b, 2e-5 * std::max(1.f, std::abs(b)))
+          << when << ": copy " << c << ", agent " << first + kk;
+    }
+}
+
+}  // namespace
+
+TEST(PooledCriticAcrossRanks, ValuesAndUpdatesEqualOneProcessHoldingEveryAgent) {
+  const auto world = dist::Comm::world();
+  const dist::Comm self(MPI_COMM_SELF, false);
+  if (kAgents % world.size() != 0) GTEST_SKIP() << "needs a rank count that divides 4";
+  const int k = kAgents / world.size(), first = world.rank() * k;
+  const auto spec = test::bandit_spec();
+  const auto cfg = pooled_config();
+  // The same seed: both start from the same critic (and the split one broadcasts rank 0's).
+  Mappo split(cfg, spec, world, kAgents, first, k, kCopies, 5);
+  Mappo whole(cfg, spec, self, kAgents, 0, kAgents, kCopies, 5);
+  std::mt19937 gen(17);
+  std::vector<int> a;
+  StepFeedback fs, fw;  // the split learner's feedback (its agents) and the whole one's
+  fs.reward.resize(static_cast<std::size_t>(kCopies * k));
+  fw.reward.resize(static_cast<std::size_t>(kCopies * kAgents));
+  fs.done = fw.done = std::vector<char>(kCopies, 0);
+  fs.truncated = fw.truncated = std::vector<char>(kCopies, 0);
+  fs.terminal = fw.terminal = std::vector<GlobalObs>(kCopies);
+  Globals g = draw(gen), terminal;
+  float before = 0;  // a value before the update, to see that the update moved it
+  for (int t = 0; t < kSteps; ++t) {
+    auto in_s = input_of(spec, g, first, k), in_w = input_of(spec, g, 0, kAgents);
+    split.set_training(true);
+    whole.set_training(true);
+    split.act(in_s, a);
+    whole.act(in_w, a);
+    expect_same_values(split, whole, first, k, "rollout");
+    if (t == 0) before = whole.last_values()[0];
+    // Rewards that do not depend on the (differently sampled) actions, so that both critics
+    // see the same returns; copy 0 is truncated at step 3, which bootstraps from its terminal
+    // observation (another pooled exchange inside record()).
+    for (int c = 0; c < kCopies; ++c)
+      for (int ag = 0; ag < kAgents; ++ag) {
+        const float r =
+            std::sin(0.7f * static_cast<float>(t * kAgents + ag) + static_cast<float>(c));
+        fw.reward[static_cast<std::size_t>(c * kAgents + ag)] = r;
+        if (ag >= first && ag < first + k)
+          fs.reward[static_cast<std::size_t>(c * k + ag - first)] = r;
+      }
+    const char end = t == 3 ? 1 : 0;
+    fs.done[0] = fw.done[0] = fs.truncated[0] = fw.truncated[0] = end;
+    g = draw(gen);
+    if (end) {
+      terminal = draw(gen);
+      fs.terminal[0] = fw.terminal[0] = terminal.view()[0];
+    }
+    split.record(fs);
+    whole.record(fw);
+  }
+  auto last_s = input_of(spec, g, first, k), last_w = input_of(spec, g, 0, kAgents);
+  split.update(last_s);
+  whole.update(last_w);
+  EXPECT_TRUE(split.shared_parameters_identical());
+  // After the update (its encoder gradients reached this rank's agents only through the
+  // exchanged embedding gradients), the critics still agree on fresh observations.
+  Globals fresh = draw(gen);
+  std::mt19937 again(17);  // the first step's observations, to compare with `before`
+  Globals first_obs = draw(again);
+  for (Globals* obs : {&fresh, &first_obs}) {
+    auto in_s = input_of(spec, *obs, first, k), in_w = input_of(spec, *obs, 0, kAgents);
+    split.act(in_s, a);
+    whole.act(in_w, a);
+    expect_same_values(split, whole, first, k, "after the update");
+  }
+  EXPECT_GT(std::abs(whole.last_values()[0] - before), 1e-3)
+      << "the update did not move the critic";
+}
+
+TEST(PooledCriticAcrossRanks, RanksThatDoNotHoldEveryAgentAreRefused) {
+  // Two learners on one process, each with half of the agents, cannot pool: the check that the
+  // ranks of the communicator hold all agents stops the first exchange.
+  const dist::Comm self(MPI_COMM_SELF, false);
+  const auto spec = test::bandit_spec();
+  Mappo half(pooled_config(), spec, self, kAgents, 0, kAgents / 2, kCopies, 5);
+  std::mt19937 gen(3);
+  Globals g = draw(gen);
+  auto in = input_of(spec, g, 0, kAgents / 2);
+  std::vector<int> a;
+  half.set_training(true);
+  EXPECT_THROW(half.act(in, a), Error);
+}
