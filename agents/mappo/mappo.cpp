@@ -143,7 +143,7 @@ struct Mappo::Impl {
         na(sp.num_actions()),
         ain(cf.actor == "targets" ? nn::target_input_dim(sp) : nn::agent_input_dim(sp, num_agents)),
         cin(cf.critic == "local"    ? ain
-            : cf.critic == "pooled" ? d
+            : cf.critic == "pooled" ? (cf.actor == "targets" ? ain : d)
                                     : d * num_agents + num_agents),
         pooled(cf.critic == "pooled"),
         local(cf.critic == "local"),
@@ -186,7 +186,7 @@ struct Mappo::Impl {
         actors.emplace_back(ain, cfg.actor_hidden, na, 0.01);
     }
     torch::manual_seed(derive_seed(seed, {0xC217}) & 0x7FFFFFFFFFFFULL);
-    critic = Mlp(pooled ? d + cfg.critic_embed : cin, cfg.critic_hidden, 1, 1.0);
+    critic = Mlp(pooled ? cin + cfg.critic_embed : cin, cfg.critic_hidden, 1, 1.0);
     if (pooled)
       critic_enc = Mlp(d, std::vector<int>{cfg.critic_hidden.front()}, cfg.critic_embed, 1.0);
     dist::broadcast_parameters(shared_params(), comm);
@@ -226,8 +226,11 @@ struct Mappo::Impl {
       std::copy(xa, xa + ain, xc);
       return;
     }
-    if (pooled) {  // own observation; the other agents' reach it as pool()'s embedding mean
-      std::copy(g.row(self), g.row(self) + d, xc);
+    if (pooled) {      // what is the agent's own (the other agents reach it through pool())
+      if (per_target)  // the actor's input: the own observation first, then its targets' rows
+        std::copy(xa, xa + ain, xc);
+      else
+        std::copy(g.row(self), g.row(self) + d, xc);
       return;
     }
     std::copy(g.data, g.data + static_cast<std::ptrdiff_t>(n) * d, xc);
@@ -275,10 +278,10 @@ struct Mappo::Impl {
   }
 
   /// Pooled critic, this rank's part: the sum over its k agents of the encoder's embedding of
-  /// each agent's observation, per (step, copy) group, for critic-input rows C [groups·k, d]
-  /// ([group][k]; a pooled critic's input row is the agent's own observation).
+  /// each agent's observation, per (step, copy) group, for critic-input rows C [groups·k, cin]
+  /// ([group][k]; a pooled critic's input row starts with the agent's own observation).
   torch::Tensor local_embedding_sum(const torch::Tensor& C) const {
-    return critic_enc.ptr()->forward(C).reshape({C.size(0) / k, k, -1}).sum(1);
+    return critic_enc.ptr()->forward(C.narrow(1, 0, d)).reshape({C.size(0) / k, k, -1}).sum(1);
   }
 
   /// Pooled critic, the collective: the mean over all n agents, per group, of what the ranks'
@@ -301,7 +304,7 @@ struct Mappo::Impl {
     return (h / static_cast<double>(n)).to(dev);
   }
 
-  /// Pooled critic's head on rows C [groups·k, d] ([group][k]) with each group's pooled
+  /// Pooled critic's head on rows C [groups·k, cin] ([group][k]) with each group's pooled
   /// embedding P [groups, E].
   torch::Tensor pooled_head(const torch::Tensor& C, const torch::Tensor& P) const {
     return critic.ptr()->forward(torch::cat({C, P.repeat_interleave(k, 0)}, 1)).squeeze(1);
@@ -341,8 +344,9 @@ struct Mappo::Impl {
     if (pooled)
       return "    x = o.reshape(b * self.num_agents, self.obs_dim)\n" +
              nn::script_mlp(mod, "critic_enc", critic_enc, "    ") +
-             "    emb = out.reshape(b, self.num_agents, -1).mean(1)\n"
-             "    x = torch.cat([o[:, agent, :], emb], 1)\n";
+             "    emb = out.reshape(b, self.num_agents, -1).mean(1)\n" +
+             std::string(per_target ? "    x = torch.cat([self.actor_input(o, agent), emb], 1)\n"
+                                    : "    x = torch.cat([o[:, agent, :], emb], 1)\n");
     return R"(    onehot = torch.zeros(b, self.num_agents, dtype=o.dtype)
     onehot[:, agent] = 1.0
     x = torch.cat([o.reshape(b, self.num_agents * self.obs_dim), onehot], 1)

@@ -61,7 +61,10 @@ struct MappoConfig {
   std::string device = "cpu";
   /// The critic's input (--critic): "concat", V(every agent's observation, agent id), whose
   /// size grows with the agent count; "pooled", V(own observation, mean over all agents of a
-  /// shared embedding of each agent's observation), whose size does not: each rank embeds its
+  /// shared embedding of each agent's observation), whose size does not (with --actor targets
+  /// the head reads the actor's per-target input in place of the own observation: MAPPO's
+  /// agent-specific state, the agent's own features beside the global context, here its
+  /// neighbourhood, which a neighbourhood reward depends on); each rank embeds its
   /// own agents and the ranks allreduce the embeddings' sum per (step, copy), and in the update
   /// its gradient (the learners of `comm` must then hold every agent once between them, and
   /// minibatches are whole (step, copy) groups, the same on every rank); "local" (IPPO, set by

@@ -19,8 +19,9 @@ namespace {
 
 constexpr int kAgents = 4, kCopies = 2, kSteps = 6;
 
-MappoConfig pooled_config() {
+MappoConfig pooled_config(const std::string& actor = "mlp") {
   MappoConfig cfg;
+  cfg.actor = actor;
   cfg.critic = "pooled";
   cfg.critic_embed = 8;
   cfg.critic_hidden = {16};
@@ -78,15 +79,26 @@ void expect_same_values(const Mappo& split, const Mappo& whole, int first, int k
     }
 }
 
-}  // namespace
+/// The bandit's spec with a targeted action space: each agent's targets are itself and its ring
+/// neighbours, two modes, one static pair feature (for the per-target actor, whose input the
+/// pooled critic's head then reads).
+EnvSpec targeted_spec() {
+  EnvSpec s = test::bandit_spec();
+  s.action_names = {"m0-self", "m0-next", "m0-prev", "m1-self", "m1-next", "m1-prev"};
+  s.target_feature_names = {"dist"};
+  for (int i = 0; i < kAgents; ++i) {
+    s.targets.push_back({i, (i + 1) % kAgents, (i + kAgents - 1) % kAgents});
+    s.target_features.push_back({0.f, 1.f, 2.f});
+  }
+  return s;
+}
 
-TEST(PooledCriticAcrossRanks, ValuesAndUpdatesEqualOneProcessHoldingEveryAgent) {
+/// Trains the pooled critic split over the ranks and in one process holding every agent, on the
+/// same observations and rewards, and compares their values before and after the update.
+void expect_split_equals_whole(const EnvSpec& spec, const MappoConfig& cfg) {
   const auto world = dist::Comm::world();
   const dist::Comm self(MPI_COMM_SELF, false);
-  if (kAgents % world.size() != 0) GTEST_SKIP() << "needs a rank count that divides 4";
   const int k = kAgents / world.size(), first = world.rank() * k;
-  const auto spec = test::bandit_spec();
-  const auto cfg = pooled_config();
   // The same seed: both start from the same critic (and the split one broadcasts rank 0's).
   Mappo split(cfg, spec, world, kAgents, first, k, kCopies, 5);
   Mappo whole(cfg, spec, self, kAgents, 0, kAgents, kCopies, 5);
@@ -146,6 +158,18 @@ TEST(PooledCriticAcrossRanks, ValuesAndUpdatesEqualOneProcessHoldingEveryAgent) 
   }
   EXPECT_GT(std::abs(whole.last_values()[0] - before), 1e-3)
       << "the update did not move the critic";
+}
+
+}  // namespace
+
+TEST(PooledCriticAcrossRanks, ValuesAndUpdatesEqualOneProcessHoldingEveryAgent) {
+  if (kAgents % dist::Comm::world().size() != 0) GTEST_SKIP() << "needs a rank count dividing 4";
+  expect_split_equals_whole(test::bandit_spec(), pooled_config());
+}
+
+TEST(PooledCriticAcrossRanks, WithThePerTargetActorTheHeadReadsTheNeighbourhoodToo) {
+  if (kAgents % dist::Comm::world().size() != 0) GTEST_SKIP() << "needs a rank count dividing 4";
+  expect_split_equals_whole(targeted_spec(), pooled_config("targets"));
 }
 
 TEST(PooledCriticAcrossRanks, RanksThatDoNotHoldEveryAgentAreRefused) {
