@@ -25,6 +25,20 @@ inline EnvSpec bandit_spec() {
   return s;
 }
 
+/// The same with a targeted action space for n agents (the per-target actor's tests): each
+/// agent's targets are itself and its ring neighbours +1 and -1, two modes (6 actions), and one
+/// static pair feature equal for both neighbours.
+inline EnvSpec targeted_bandit_spec(int n) {
+  EnvSpec s = bandit_spec();
+  s.action_names = {"m0-self", "m0-next", "m0-prev", "m1-self", "m1-next", "m1-prev"};
+  s.target_feature_names = {"dist"};
+  for (int i = 0; i < n; ++i) {
+    s.targets.push_back({i, (i + 1) % n, (i + n - 1) % n});
+    s.target_features.push_back({0.f, 1.f, 1.f});
+  }
+  return s;
+}
+
 struct Bandit {
   std::vector<float> obs{1.f, 0.f};
   EnvSpec spec = bandit_spec();

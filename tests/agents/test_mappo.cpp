@@ -217,34 +217,18 @@ TEST(PooledCritic, LearnsTheBanditAndRoundTripsThroughAModelFile) {
   EXPECT_THROW(c.load(dir + "/m.pt"), ConfigError);
 }
 
-namespace {
-/// A targeted action space for n agents: each agent's targets are itself and its ring
-/// neighbours +1 and -1, two modes (6 actions), and one static pair feature equal for both
-/// neighbours.
-EnvSpec targeted_spec(int n) {
-  EnvSpec s = test::bandit_spec();
-  s.action_names = {"m0-self", "m0-next", "m0-prev", "m1-self", "m1-next", "m1-prev"};
-  s.target_feature_names = {"dist"};
-  for (int i = 0; i < n; ++i) {
-    s.targets.push_back({i, (i + 1) % n, (i + n - 1) % n});
-    s.target_features.push_back({0.f, 1.f, 1.f});
-  }
-  return s;
-}
-}  // namespace
-
 TEST(PerTargetActor, SizeIsIndependentOfTheAgentCountAndScoresFollowTheTargets) {
   auto comm = dist::Comm::world();
   MappoConfig cfg;
   cfg.actor = "targets";
   cfg.critic = "pooled";
-  Mappo a4(cfg, targeted_spec(4), comm, 4, 0, 4, 1, 3),
-      a64(cfg, targeted_spec(64), comm, 64, 0, 64, 1, 3);
+  Mappo a4(cfg, test::targeted_bandit_spec(4), comm, 4, 0, 4, 1, 3),
+      a64(cfg, test::targeted_bandit_spec(64), comm, 64, 0, 64, 1, 3);
   EXPECT_EQ(a4.shared_parameter_count(), a64.shared_parameter_count());
   MappoConfig mlp = cfg;
   mlp.actor = "mlp";
-  Mappo m4(mlp, targeted_spec(4), comm, 4, 0, 4, 1, 3),
-      m64(mlp, targeted_spec(64), comm, 64, 0, 64, 1, 3);
+  Mappo m4(mlp, test::targeted_bandit_spec(4), comm, 4, 0, 4, 1, 3),
+      m64(mlp, test::targeted_bandit_spec(64), comm, 64, 0, 64, 1, 3);
   EXPECT_GT(m64.shared_parameter_count(), m4.shared_parameter_count());
   // Agent 0's targets are 0, 1 and 3. Swapping the observations of agents 1 and 3 swaps the
   // probabilities of sending to "next" and "prev" in both modes and leaves the rest.

@@ -79,20 +79,6 @@ void expect_same_values(const Mappo& split, const Mappo& whole, int first, int k
     }
 }
 
-/// The bandit's spec with a targeted action space: each agent's targets are itself and its ring
-/// neighbours, two modes, one static pair feature (for the per-target actor, whose input the
-/// pooled critic's head then reads).
-EnvSpec targeted_spec() {
-  EnvSpec s = test::bandit_spec();
-  s.action_names = {"m0-self", "m0-next", "m0-prev", "m1-self", "m1-next", "m1-prev"};
-  s.target_feature_names = {"dist"};
-  for (int i = 0; i < kAgents; ++i) {
-    s.targets.push_back({i, (i + 1) % kAgents, (i + kAgents - 1) % kAgents});
-    s.target_features.push_back({0.f, 1.f, 2.f});
-  }
-  return s;
-}
-
 /// Trains the pooled critic split over the ranks and in one process holding every agent, on the
 /// same observations and rewards, and compares their values before and after the update.
 void expect_split_equals_whole(const EnvSpec& spec, const MappoConfig& cfg) {
@@ -169,7 +155,7 @@ TEST(PooledCriticAcrossRanks, ValuesAndUpdatesEqualOneProcessHoldingEveryAgent) 
 
 TEST(PooledCriticAcrossRanks, WithThePerTargetActorTheHeadReadsTheNeighbourhoodToo) {
   if (kAgents % dist::Comm::world().size() != 0) GTEST_SKIP() << "needs a rank count dividing 4";
-  expect_split_equals_whole(targeted_spec(), pooled_config("targets"));
+  expect_split_equals_whole(test::targeted_bandit_spec(kAgents), pooled_config("targets"));
 }
 
 TEST(PooledCriticAcrossRanks, RanksThatDoNotHoldEveryAgentAreRefused) {
