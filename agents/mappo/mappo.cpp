@@ -102,9 +102,9 @@ struct Mappo::Impl {
   torch::Device dev;
   int n, first, k, e, d, pub, na, ain, cin;
   bool pooled;  // --critic pooled: critic_enc embeds each agent's observation, critic is the head
-  mutable bool pool_checked = false;  // pool() has verified that the ranks hold all n agents
-  bool local;                         // IPPO (--critic local): the critic reads the actor's input
+  bool local;   // IPPO (--critic local): the critic reads the actor's input
   bool per_target;  // --actor targets: each actor scores (own observation, target row) pairs
+  mutable bool pool_checked = false;  // pool() has verified that the ranks hold all n agents
   Mlp critic_enc{nullptr};
   std::vector<Mlp> actors;
   std::vector<std::int64_t> group_of;  // --actor-groups: the actor of each local agent
