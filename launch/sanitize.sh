@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Builds the unit tests (core, envs, rollout, agents) and the MPI training tests (1, 2 and 4
-# ranks) with AddressSanitizer and UBSan into build-asan/ (or $MARLSCHED_ASAN_BUILD) and runs
+# Builds the unit tests (core, envs, rollout, agents) and the MPI agent and training tests (1, 2
+# and 4 ranks) with AddressSanitizer and UBSan into build-asan/ (or $MARLSCHED_ASAN_BUILD) and runs
 # them. Any sanitizer report fails the run (UBSan does not recover). Leak checking is off:
 # Open MPI and libtorch keep allocations until exit by design.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 BUILD=${MARLSCHED_ASAN_BUILD:-$MARLSCHED_ROOT/build-asan}
-TARGETS=(test_core test_envs test_rollout test_agents test_train)
+TARGETS=(test_core test_envs test_rollout test_agents test_agents_mpi test_train)
 cmake -S "$MARLSCHED_ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DMARLSCHED_SANITIZE=address,undefined \
   -DMARLSCHED_BUILD_TESTS=ON -DMARLSCHED_BUILD_BENCH=OFF -DMARLSCHED_WERROR=ON \
