@@ -298,7 +298,7 @@ struct Mappo::Impl {
       MARLSCHED_CHECK(held == n, "the pooled critic's ranks hold " << held << " agents, not " << n);
       pool_checked = true;
     }
-    auto h = S.detach().to(torch::kCPU).contiguous().clone();
+    auto h = nn::host(S.detach()).clone();  // own storage: the allreduce writes into it
     comm.allreduce_sum(h.data_ptr<float>(), static_cast<int>(h.numel()));
     if (t_comm != nullptr) *t_comm += now() - t0;
     return (h / static_cast<double>(n)).to(dev);
