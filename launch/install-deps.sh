@@ -10,6 +10,8 @@ PACKAGES=(
   libcli11-dev libbenchmark-dev libgtest-dev
   python3-torch python3-h5py
   slurm-wlm munge
+  libopenblas0-pthread
+  coinor-libclp-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

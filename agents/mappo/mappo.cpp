@@ -7,6 +7,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/blas.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
 #include "core/rng.hpp"
@@ -16,6 +17,7 @@
 namespace marlsched {
 
 void set_torch_threads(int n) {
+  set_blas_threads(n);  // libtorch's matrix products run on the BLAS's own threads
   torch::set_num_threads(n);
   torch::set_num_interop_threads(1);
 }

@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/blas.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "io/h5.hpp"
@@ -283,6 +284,7 @@ struct TrajectoryWriter::Impl {
     h5::write_attr(r, "format_version", kFormatVersion);
     h5::write_attr(r, "marlsched_version", std::string(MARLSCHED_VERSION));
     h5::write_attr(r, "git_revision", std::string(MARLSCHED_GIT_REVISION));
+    h5::write_attr(r, "blas", blas_info().describe());
     h5::write_attr(r, "env", s.name);
     h5::write_attr(r, "algo", meta.algo);
     h5::write_attr(r, "config", meta.config_toml);

@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/blas.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
 
@@ -112,6 +113,7 @@ void write_checkpoint(const dist::Comm& comm, const std::string& run_dir, int it
     m.iteration = iteration;
     m.ranks = comm.size();
     m.version = MARLSCHED_VERSION;
+    m.blas = blas_info().describe();
     for (int r = 0; r < comm.size(); ++r)
       for (int i = 0; i < nf; ++i)
         m.files.push_back({files_of(r)[static_cast<std::size_t>(i)],

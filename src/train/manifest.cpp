@@ -26,12 +26,13 @@ std::uint64_t file_hash(const std::string& path, std::uint64_t* size) {
 }
 
 std::string config_fingerprint(const std::string& toml) {
-  static const char* mutable_keys[] = {"iterations",   "run-dir",          "quiet",
-                                       "eval-after",   "eval-episodes",    "eval-seed",
-                                       "check-every",  "checkpoint-every", "keep-checkpoints",
-                                       "traj-every",   "traj-fields",      "traj-compression",
-                                       "watchdog-s",   "traj-level",       "traj-chunk-steps",
-                                       "traj-shuffle", "tensorboard"};
+  static const char* mutable_keys[] = {"iterations",       "run-dir",          "quiet",
+                                       "eval-after",       "eval-greedy",      "eval-bound",
+                                       "eval-episodes",    "eval-seed",        "check-every",
+                                       "checkpoint-every", "keep-checkpoints", "traj-every",
+                                       "traj-fields",      "traj-compression", "watchdog-s",
+                                       "traj-level",       "traj-chunk-steps", "traj-shuffle",
+                                       "tensorboard"};
   std::uint64_t h = 1469598103934665603ULL;
   std::istringstream in(toml);
   for (std::string line; std::getline(in, line);) {
@@ -56,6 +57,7 @@ void write_manifest(const std::string& path, const Manifest& m) {
       << "agents_per_rank " << m.agents_per_rank << "\n"
       << "envs_per_rank " << m.envs_per_rank << "\n"
       << "config " << m.config_fingerprint << "\n"
+      << "blas " << m.blas << "\n"
       << "traj_segment " << m.traj_segment << "\n"
       << "traj_rows " << m.traj_rows << "\n";
   for (const auto& f : m.files)
@@ -100,6 +102,8 @@ Manifest read_manifest(const std::string& path) {
       ok = static_cast<bool>(ls >> m.envs_per_rank) && m.envs_per_rank > 0;
     } else if (key == "config") {
       ok = static_cast<bool>(ls >> m.config_fingerprint);
+    } else if (key == "blas") {
+      std::getline(ls >> std::ws, m.blas);
     } else if (key == "traj_segment") {
       ok = static_cast<bool>(ls >> m.traj_segment) && m.traj_segment >= -1;
     } else if (key == "traj_rows") {

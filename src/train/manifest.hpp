@@ -23,6 +23,9 @@ struct Manifest {
   int envs_per_rank = 0;
   std::string version;
   std::string config_fingerprint;
+  /// The BLAS the run's ranks loaded (BlasInfo::describe()): results are reproducible only on
+  /// the same one. Informative: a resume on another BLAS is allowed.
+  std::string blas;
   /// The trajectory segment that holds the steps up to this checkpoint (-1: none) and its rows.
   int traj_segment = -1;
   std::int64_t traj_rows = 0;

@@ -1,0 +1,35 @@
+#pragma once
+/// \file blas.hpp
+/// The BLAS that libtorch's matrix products actually run on. Debian's libtorch calls
+/// `libblas.so.3`, which the alternatives system points at the netlib reference BLAS, OpenBLAS or
+/// BLIS, whichever is installed with the highest priority; the difference is 4-8x in update time
+/// (docs/performance.md). This module names the library that the process loaded and sets its
+/// thread count, through the libraries' own entry points looked up at run time, so that the
+/// binary needs no BLAS at link time and works with any of them.
+
+#include <string>
+
+namespace marlsched {
+
+struct BlasInfo {
+  std::string name;     ///< "OpenBLAS", "BLIS", "reference" (netlib) or "unknown"
+  std::string version;  ///< the library's own version/config string, when it reports one
+  std::string path;     ///< the loaded file, symlinks resolved ("" when none was found)
+  /// The netlib reference BLAS: correct but unoptimized (several times slower here).
+  bool reference() const { return name == "reference"; }
+  /// One line: "OpenBLAS 0.3.21 ... (/usr/lib/.../libopenblasp-r0.3.21.so)".
+  std::string describe() const;
+};
+
+/// Which BLAS this process has loaded (looked up once; cheap afterwards).
+const BlasInfo& blas_info();
+
+/// Sets the BLAS's own thread pool to `n` threads, so that ranks sharing a node do not each
+/// start one BLAS thread per core. Returns false when the loaded BLAS has no such control (the
+/// reference BLAS is single-threaded anyway).
+bool set_blas_threads(int n);
+
+/// The BLAS's current thread count, or 0 when it does not say.
+int blas_threads();
+
+}  // namespace marlsched
