@@ -4,6 +4,7 @@
 #include "coop/coop.hpp"
 #include "core/error.hpp"
 #include "geodc/geodc.hpp"
+#include "geodc/oracle.hpp"
 #include "lstcb/lstcb.hpp"
 
 namespace marlsched {
@@ -20,6 +21,16 @@ class GeoDcFactory final : public EnvFactory {
   std::unique_ptr<Shard> make_shard(int agent) const override {
     return std::make_unique<geodc::Shard>(cfg_, spec_, sites_.at(static_cast<std::size_t>(agent)),
                                           agent);
+  }
+  double episode_bound(std::uint64_t world_seed,
+                       const std::vector<std::uint64_t>& shard_seeds) const override {
+    std::vector<std::unique_ptr<Shard>> owned;
+    std::vector<geodc::Shard*> shards;
+    for (int a = 0; a < static_cast<int>(spec_->targets.size()); ++a) {
+      owned.push_back(make_shard(a));
+      shards.push_back(static_cast<geodc::Shard*>(owned.back().get()));
+    }
+    return geodc::utility_bound(*cfg_, *spec_, shards, world_seed, shard_seeds).utility;
   }
 
  private:

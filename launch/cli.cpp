@@ -18,6 +18,7 @@
 #include "agents/exported/torchscript_policy.hpp"
 #include "agents/registry.hpp"
 #include "config_file.hpp"
+#include "core/blas.hpp"
 #include "core/csv.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -239,7 +240,14 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       "marlsched " MARLSCHED_VERSION
       ": multi-agent reinforcement-learning schedulers trained across MPI ranks.\n"
       "Each MPI rank hosts --agents-per-rank agents (data centers) with their env shards."};
-  app.set_version_flag("--version", std::string(MARLSCHED_VERSION " (" MARLSCHED_GIT_REVISION ")"));
+  // --version names the BLAS that libtorch runs on and its thread count at start (the rank sets
+  // it to --threads before any work): the two things besides the code that change a run's speed.
+  app.set_version_flag("--version", [] {
+    const int threads = blas_threads();
+    return std::string("marlsched " MARLSCHED_VERSION " (" MARLSCHED_GIT_REVISION ")\nBLAS: ") +
+           blas_info().describe() +
+           (threads > 0 ? ", " + std::to_string(threads) + " thread(s)" : std::string());
+  });
   app.require_subcommand(1);
 
   Command train_cmd, eval_cmd, base_cmd;
@@ -277,7 +285,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       ->add_option("--baselines", eval_baselines,
                    "heuristics to compare against (default: all of the env's)")
       ->delimiter(',');
-  eval_cmd.app->add_flag("--greedy", greedy, "take the most probable action instead of sampling");
+  eval_cmd.app->add_flag("--greedy", greedy,
+                         "take the most probable action (the default unless --eval-greedy false)");
   base_cmd.bind(app.add_subcommand("baselines", "evaluate the heuristic baselines only"));
   std::vector<std::string> base_list;  // default: every baseline of the env
   base_cmd.app
@@ -316,6 +325,21 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   rep->add_option("run_dir", report_run, "the run directory")
       ->required()
       ->check(CLI::ExistingDirectory);
+  auto* cmp = app.add_subcommand(
+      "compare",
+      "aggregate several training seeds evaluated on the same held-out episodes: per policy the "
+      "mean and IQM with 95 % intervals, the paired difference to the best heuristic, the "
+      "probability of improvement and the oracle gap; comparison.{csv,md,svg}");
+  std::vector<std::string> compare_runs;
+  std::string compare_out = "runs/compare";
+  int compare_resamples = 5000;
+  cmp->add_option("run_dirs", compare_runs, "run directories (each with eval-episodes.csv)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmp->add_option("--out", compare_out, "directory for comparison.{csv,md,svg}")
+      ->capture_default_str();
+  cmp->add_option("--resamples", compare_resamples, "bootstrap resamples")->capture_default_str();
+
   Command slurm_cmd;
   slurm_cmd.bind(app.add_subcommand(
       "slurm",
@@ -336,6 +360,13 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     return serial_command(root, [&] {
       export_policy(export_run, export_out.empty() ? export_run + "/policy.pt" : export_out,
                     export_critic);
+      return 0;
+    });
+  if (cmp->parsed())
+    return serial_command(root, [&] {
+      for (const auto& f :
+           write_comparison(compare_runs, heuristic_names(), compare_out, compare_resamples))
+        std::cout << "wrote " << f << "\n";
       return 0;
     });
   if (rep->parsed())
@@ -438,6 +469,10 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       }
       if (cmd == &train_cmd) check_run_dir_writable(train_cmd.run.run_dir, comm.rank());
       set_torch_threads(cmd->run.threads);
+      if (root && blas_info().reference())
+        std::cerr << "marlsched: warning: libtorch runs on the reference BLAS (" << blas_info().path
+                  << "), several times slower than an optimized one; install "
+                     "libopenblas0-pthread (launch/install-deps.sh does)\n";
     }
     if (cmd == &eval_cmd) {
       if (!eval_config_tmp.empty()) std::filesystem::remove(eval_config_tmp);
@@ -488,7 +523,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       if (train_cmd.run.eval_after && comm.allreduce_max(stop_requested()) == 0)
         evaluate_all(train_cmd.run, train_cmd.learners, *prep.factory, comm,
                      LearnedPolicy{train_cmd.run.run_dir, "", ""},
-                     heuristic_names(train_cmd.run.env), false, train_cmd.run.run_dir);
+                     heuristic_names(train_cmd.run.env), train_cmd.run.eval_greedy,
+                     train_cmd.run.run_dir);
       return summary.parameters_identical ? 0 : 3;
     }
     if (cmd == &eval_cmd) {
@@ -499,7 +535,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
                               : !eval_ckpt.empty() ? eval_ckpt
                                                    : eval_run_dir;
       evaluate_all(eval_cmd.run, eval_cmd.learners, *prep.factory, comm, learned, eval_baselines,
-                   greedy, out.empty() ? "." : out);
+                   greedy || eval_cmd.run.eval_greedy, out.empty() ? "." : out);
       return 0;
     }
     if (cmd == &base_cmd) {

@@ -16,4 +16,14 @@ namespace marlsched::cli {
 std::vector<std::string> write_report(const std::string& run_dir,
                                       const std::vector<std::string>& baselines);
 
+/// `marlsched compare RUN_DIR...`: several training runs (seeds) of one config, evaluated on the
+/// same held-out episodes (each RUN_DIR/eval-episodes.csv), aggregated as a paper would: per
+/// policy the mean and the interquartile mean with 95 % stratified-bootstrap intervals, the paired
+/// difference to the best heuristic (bootstrap and Student-t over seeds), the probability of
+/// improvement over it, and the gap to an oracle bound where the runs hold one. Writes
+/// comparison.{csv,md,svg} into `out_dir`, prints the Markdown table; returns the paths.
+std::vector<std::string> write_comparison(const std::vector<std::string>& run_dirs,
+                                          const std::vector<std::string>& baselines,
+                                          const std::string& out_dir, int resamples);
+
 }  // namespace marlsched::cli

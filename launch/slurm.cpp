@@ -42,6 +42,10 @@ void SlurmOptions::add_to(CLI::App* app) {
                   "sweep file: each line holds the extra train flags of one array task")
       ->check(CLI::ExistingFile)
       ->group(g);
+  app->add_option("--seeds", seeds,
+                  "sweep: N training seeds of the config (array task K trains --seed K+1 into "
+                  "RUN_DIR/task-K); compare them with `marlsched compare RUN_DIR/task-*`")
+      ->group(g);
   app->add_option("--sweep-parallel", sweep_parallel, "at most N array tasks at once")->group(g);
   app->add_option("--model", model, "eval: the trained run directory")
       ->check(CLI::ExistingDirectory)
@@ -128,8 +132,11 @@ SlurmJob plan_slurm_job(const SlurmOptions& o, int agents_per_rank, int defined_
       o.ranks_per_node > 0 ? o.ranks_per_node : (job.ranks + job.nodes - 1) / job.nodes;
   MARLSCHED_REQUIRE(o.signal_seconds >= 1, "--signal-seconds must be >= 1");
   MARLSCHED_REQUIRE(!o.time.empty(), "--time must not be empty");
-  MARLSCHED_REQUIRE(o.kind != "sweep" || !o.sweep.empty(), "--kind sweep needs --sweep FILE");
-  MARLSCHED_REQUIRE(o.kind == "sweep" || o.sweep.empty(), "--sweep needs --kind sweep");
+  MARLSCHED_REQUIRE(o.kind != "sweep" || o.sweep.empty() != (o.seeds == 0),
+                    "--kind sweep needs one of --sweep FILE and --seeds N");
+  MARLSCHED_REQUIRE(o.kind == "sweep" || (o.sweep.empty() && o.seeds == 0),
+                    "--sweep and --seeds need --kind sweep");
+  MARLSCHED_REQUIRE(o.seeds >= 0, "--seeds must be >= 1, got " << o.seeds);
   MARLSCHED_REQUIRE(o.kind != "eval" || !o.model.empty(), "--kind eval needs --model RUN_DIR");
 
   job.run_dir = fs::absolute(run_dir).lexically_normal().string();
@@ -148,7 +155,10 @@ SlurmJob plan_slurm_job(const SlurmOptions& o, int agents_per_rank, int defined_
   if (!o.account.empty()) lines << "#SBATCH --account=" << o.account << "\n";
   std::string output = job.run_dir + "/slurm-%j.out";
   if (o.kind == "sweep") {
-    job.sweep_lines = read_sweep(o.sweep);
+    if (o.seeds > 0)
+      for (int k = 1; k <= o.seeds; ++k) job.sweep_lines.push_back("--seed " + std::to_string(k));
+    else
+      job.sweep_lines = read_sweep(o.sweep);
     lines << "#SBATCH --array=0-" << job.sweep_lines.size() - 1;
     if (o.sweep_parallel > 0) lines << "%" << o.sweep_parallel;
     lines << "\n";

@@ -23,8 +23,9 @@ struct SlurmOptions {
   int cpus_per_task = 0;       ///< 0: --threads
   std::string time = "01:00:00";
   std::string partition, account, job_name;
-  int signal_seconds = 120;         ///< USR1 this long before the time limit (--signal=B:USR1@N)
-  std::string sweep;                ///< sweep file: one line of extra train flags per array task
+  int signal_seconds = 120;  ///< USR1 this long before the time limit (--signal=B:USR1@N)
+  std::string sweep;         ///< sweep file: one line of extra train flags per array task
+  int seeds = 0;  ///< a sweep of training seeds 1..N (one array task each) instead of a file
   int sweep_parallel = 0;           ///< at most this many array tasks at once (0: no limit)
   std::string model;                ///< eval: the trained run directory
   std::vector<std::string> sbatch;  ///< extra sbatch options, one "#SBATCH" line each

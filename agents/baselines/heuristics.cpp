@@ -1,6 +1,8 @@
 #include "agents/baselines/heuristics.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 
 #include "core/error.hpp"
 
@@ -8,17 +10,34 @@ namespace marlsched {
 
 namespace {
 
-enum class Kind { kRandom, kRoundRobin, kLocal, kLeastLoaded, kLowestCarbon, kLowestPrice };
+enum class Kind {
+  kRandom,
+  kRoundRobin,
+  kLocal,
+  kLeastLoaded,
+  kLowestCarbon,
+  kLowestPrice,
+  kWaitAwhile
+};
+
+/// The deferral threshold of `wait-awhile` when its name gives none: the best of the grid
+/// {0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3} on training seeds (bench/tune_deferral.sh; evaluation
+/// seeds were not used; docs/results.md has the table).
+constexpr double kWaitAwhileThreshold = 0.3;
 
 class Heuristic final : public Policy {
  public:
-  Heuristic(const std::string& name, Kind kind, const EnvSpec& spec, std::uint64_t seed)
+  Heuristic(const std::string& name, Kind kind, const EnvSpec& spec, std::uint64_t seed,
+            double threshold)
       : name_(name),
         kind_(kind),
         rng_(seed),
+        threshold_(threshold),
         free_(spec.obs_index("free_gpu_frac")),
         carbon_(spec.obs_index("carbon")),
-        price_(spec.obs_index("price")) {}
+        price_(spec.obs_index("price")),
+        carbon_trend_(kind == Kind::kWaitAwhile ? spec.obs_index("carbon_trend") : -1),
+        price_trend_(kind == Kind::kWaitAwhile ? spec.obs_index("price_trend") : -1) {}
 
   std::string name() const override { return name_; }
 
@@ -37,6 +56,18 @@ class Heuristic final : public Policy {
         const auto& tg = spec.targets[static_cast<std::size_t>(self)];
         const int me = static_cast<int>(std::find(tg.begin(), tg.end(), self) - tg.begin());
         auto obs = [&](int t) { return g.row(tg[static_cast<std::size_t>(t)]); };  // target t's
+        // Least-loaded placement: run what fits here, overflow to the other target with the
+        // most free GPUs.
+        auto least_loaded = [&] {
+          int best = me;
+          float most = -1.f;
+          for (int t = 0; t < T; ++t)
+            if (t != me && obs(t)[free_] > most) {
+              most = obs(t)[free_];
+              best = t;
+            }
+          return best;
+        };
         int a = me;
         switch (kind_) {
           case Kind::kRandom:
@@ -50,15 +81,15 @@ class Heuristic final : public Policy {
           case Kind::kLocal:
             a = me;
             break;
-          case Kind::kLeastLoaded: {
-            float most = -1.f;
-            for (int t = 0; t < T; ++t)
-              if (t != me && obs(t)[free_] > most) {
-                most = obs(t)[free_];
-                a = t;
-              }
-            break;  // run what fits here, overflow to the least-loaded other target
-          }
+          case Kind::kLeastLoaded:
+            a = least_loaded();
+            break;
+          case Kind::kWaitAwhile:
+            // Wait (defer here: only jobs that must start now start) while the coming hours'
+            // energy is cheaper in the reward's terms by more than the threshold; otherwise
+            // least-loaded placement.
+            a = defer_gain(obs(me)) > threshold_ ? T + me : least_loaded();
+            break;
           case Kind::kLowestCarbon:
           case Kind::kLowestPrice: {
             const int f = kind_ == Kind::kLowestCarbon ? carbon_ : price_;
@@ -75,25 +106,57 @@ class Heuristic final : public Policy {
   }
 
  private:
+  /// The relative saving of running in the next four hours instead of now: the energy's price in
+  /// the reward's units (default weights: 1 per USD, 0.5 per kg CO2eq) now and over the next
+  /// four hours, from the site's own price, carbon intensity and their trends (geodc scales
+  /// price by 1/100 USD/MWh and carbon by 1/500 g/kWh: USD/kWh = 0.1 p, kg/kWh = 0.5 c).
+  double defer_gain(const float* own) const {
+    const double usd = 0.1 * own[price_], kg = 0.5 * 0.5 * own[carbon_];
+    const double now = usd + kg;
+    const double later = usd * (1.0 + own[price_trend_]) + kg * (1.0 + own[carbon_trend_]);
+    return now > 0 ? (now - later) / now : 0.0;
+  }
+
   std::string name_;
   Kind kind_;
   Rng rng_;
-  int free_, carbon_, price_;
+  double threshold_;
+  int free_, carbon_, price_, carbon_trend_, price_trend_;
 };
 
 const std::vector<std::string>& geodc_names() {
   static const std::vector<std::string> names = {"random",       "round-robin",   "local-only",
-                                                 "least-loaded", "lowest-carbon", "lowest-price"};
+                                                 "least-loaded", "lowest-carbon", "lowest-price",
+                                                 "wait-awhile"};
   return names;
+}
+
+/// A name with a parameter, "wait-awhile:0.1": the base name and the value (NaN when none).
+std::pair<std::string, double> split_parameter(const std::string& name) {
+  const auto colon = name.find(':');
+  if (colon == std::string::npos) return {name, std::nan("")};
+  const std::string text = name.substr(colon + 1);
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  MARLSCHED_REQUIRE(
+      !text.empty() && end == text.c_str() + text.size() && std::isfinite(v) && v >= 0 && v < 1,
+      "baseline '" << name << "': the threshold after ':' must be a number in [0, 1)");
+  return {name.substr(0, colon), v};
 }
 
 std::unique_ptr<Policy> make_geodc(const std::string& name, const EnvSpec& spec,
                                    std::uint64_t seed) {
   static const Kind kinds[] = {Kind::kRandom,      Kind::kRoundRobin,   Kind::kLocal,
-                               Kind::kLeastLoaded, Kind::kLowestCarbon, Kind::kLowestPrice};
+                               Kind::kLeastLoaded, Kind::kLowestCarbon, Kind::kLowestPrice,
+                               Kind::kWaitAwhile};
+  const auto [base, threshold] = split_parameter(name);
+  MARLSCHED_REQUIRE(std::isnan(threshold) || base == "wait-awhile",
+                    "baseline '" << name << "': only wait-awhile takes a parameter");
   const auto& names = geodc_names();
   for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] == name) return std::make_unique<Heuristic>(name, kinds[i], spec, seed);
+    if (names[i] == base)
+      return std::make_unique<Heuristic>(name, kinds[i], spec, seed,
+                                         std::isnan(threshold) ? kWaitAwhileThreshold : threshold);
   return nullptr;
 }
 
@@ -132,7 +195,8 @@ const std::vector<std::string>& heuristic_names(const std::string& env) {
 std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
                                        std::uint64_t seed, int rank) {
   const auto& names = heuristic_names(spec.name);
-  if (std::find(names.begin(), names.end(), name) != names.end())
+  const std::string base = spec.name == "geodc" ? split_parameter(name).first : name;
+  if (std::find(names.begin(), names.end(), base) != names.end())
     for (const auto& set : baseline_table())
       if (set.env == spec.name)
         return set.make(name, spec, derive_seed(seed, {0xBA5E, static_cast<std::uint64_t>(rank)}));

@@ -12,6 +12,12 @@
 ///   least-loaded  run what fits locally, overflow to the site with most free GPUs
 ///   lowest-carbon send waiting jobs to the site with the lowest carbon intensity now
 ///   lowest-price  send waiting jobs to the site with the lowest electricity price now
+///   wait-awhile   carbon- and price-aware deferral ("Let's Wait Awhile", Wiesner et al.,
+///                 Middleware 2021; Google's carbon-aware computing): while the coming four
+///                 hours' energy (price and carbon in the reward's units) is cheaper than now by
+///                 more than a threshold, defer (only jobs without slack left start); otherwise
+///                 least-loaded. `wait-awhile:0.1` sets the threshold (default: tuned on
+///                 training seeds, bench/tune_deferral.sh).
 ///
 /// aset (ASET's static policies; see edge_heuristics.cpp): local-only, cloud-only,
 /// least-loaded, random-proportional.

@@ -337,6 +337,27 @@ int Shard::transfer_slots(int dest, double data_gb) const {
   return std::max(1, static_cast<int>(std::ceil(seconds / slot_s)));
 }
 
+std::vector<Job> Shard::episode_arrivals(std::uint64_t world_seed, std::uint64_t shard_seed) {
+  reset(world_seed, shard_seed);
+  std::vector<Job> jobs;
+  for (; t_ < cfg_.episode_slots; ++t_) {
+    jobs.insert(jobs.end(), queue_.begin(), queue_.end());
+    queue_.clear();
+    if (t_ + 1 < cfg_.episode_slots) {
+      t_ += 1;
+      arrivals();
+      t_ -= 1;
+    }
+  }
+  t_ = 0;
+  return jobs;
+}
+
+std::pair<double, double> Shard::energy_prices(int slot) const {
+  const auto h = start_hour_ + static_cast<std::int64_t>(slot) * cfg_.slot_minutes / 60;
+  return {site_->price.at(h), site_->carbon.at(h)};
+}
+
 void Shard::reset(std::uint64_t world_seed, std::uint64_t shard_seed) {
   rng_.seed(shard_seed);
   t_ = 0;

@@ -134,6 +134,14 @@ class Shard final : public marlsched::Shard {
   /// Transfer time in slots from this site to `dest` for a job of `data_gb`.
   int transfer_slots(int dest, double data_gb) const;
 
+  /// Hindsight, for bounds: every job that arrives here in the episode that `reset(world_seed,
+  /// shard_seed)` starts, by arrival slot. Arrivals do not depend on the actions (the shard's RNG
+  /// draws nothing else), so these are the jobs of that episode under any policy. Leaves the
+  /// shard reset to that episode's start with an empty queue.
+  std::vector<Job> episode_arrivals(std::uint64_t world_seed, std::uint64_t shard_seed);
+  /// Price (USD/MWh) and carbon intensity (g/kWh) of this site at `slot` of the current episode.
+  std::pair<double, double> energy_prices(int slot) const;
+
  private:
   void arrivals();
   void enqueue(const Job& j);

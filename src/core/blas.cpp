@@ -11,9 +11,10 @@ namespace marlsched {
 
 namespace {
 
+/// `symbol` in `library` (a handle of an object already loaded), or anywhere in the process.
 template <class Fn>
-Fn lookup(const char* symbol) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, symbol));
+Fn lookup(const char* symbol, void* library = RTLD_DEFAULT) {
+  return reinterpret_cast<Fn>(dlsym(library, symbol));
 }
 
 /// The first loaded object whose file name looks like a BLAS (libblas.so.3 itself resolves,
@@ -40,10 +41,14 @@ std::string loaded_blas_path() {
 BlasInfo probe() {
   BlasInfo b;
   b.path = loaded_blas_path();
-  if (auto config = lookup<char* (*)()>("openblas_get_config")) {
+  // Ask the BLAS file itself: another library may export the same symbols (Debian's
+  // liblapack.so.3 alternative can be OpenBLAS's while libblas.so.3 is the reference BLAS).
+  void* lib = b.path.empty() ? nullptr : dlopen(b.path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (!lib) lib = RTLD_DEFAULT;
+  if (auto config = lookup<char* (*)()>("openblas_get_config", lib)) {
     b.name = "OpenBLAS";
     b.version = config();
-  } else if (auto version = lookup<const char* (*)()>("bli_info_get_version_str")) {
+  } else if (auto version = lookup<const char* (*)()>("bli_info_get_version_str", lib)) {
     b.name = "BLIS";
     b.version = version();
   } else if (b.path.find("/blas/") != std::string::npos) {
@@ -52,6 +57,7 @@ BlasInfo probe() {
   } else {
     b.name = "unknown";
   }
+  if (lib != RTLD_DEFAULT) dlclose(lib);  // drops the reference RTLD_NOLOAD took
   return b;
 }
 
@@ -72,6 +78,8 @@ const BlasInfo& blas_info() {
   return info;
 }
 
+// Every loaded OpenBLAS or BLIS obeys (the first one the dynamic linker finds; one per process in
+// practice), including a LAPACK's that is not the BLAS libtorch calls.
 bool set_blas_threads(int n) {
   if (auto f = lookup<void (*)(int)>("openblas_set_num_threads")) {
     f(n);
@@ -85,6 +93,7 @@ bool set_blas_threads(int n) {
 }
 
 int blas_threads() {
+  if (blas_info().name != "OpenBLAS" && blas_info().name != "BLIS") return 0;
   if (auto f = lookup<int (*)()>("openblas_get_num_threads")) return f();
   if (auto f = lookup<long (*)()>("bli_thread_get_num_threads")) return static_cast<int>(f());
   return 0;

@@ -25,7 +25,7 @@ struct BlasInfo {
 const BlasInfo& blas_info();
 
 /// Sets the BLAS's own thread pool to `n` threads, so that ranks sharing a node do not each
-/// start one BLAS thread per core. Returns false when the loaded BLAS has no such control (the
+/// start one BLAS thread per core. Returns false when no loaded library has such a control (the
 /// reference BLAS is single-threaded anyway).
 bool set_blas_threads(int n);
 

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -142,6 +143,16 @@ class EnvFactory {
       const std::map<std::string, double>& counters) const {
     (void)counters;
     return {};
+  }
+  /// An upper bound on the utility (the sum of every agent's rewards) of the episode whose shards
+  /// reset with `world_seed` and `shard_seeds[agent]`, from hindsight knowledge of everything
+  /// exogenous (arrivals, traces), e.g. a relaxation solved by an LP solver: how far from optimal
+  /// a schedule can be. Serial (builds every agent's shard). Default: NaN, the env has none.
+  virtual double episode_bound(std::uint64_t world_seed,
+                               const std::vector<std::uint64_t>& shard_seeds) const {
+    (void)world_seed;
+    (void)shard_seeds;
+    return std::numeric_limits<double>::quiet_NaN();
   }
 };
 

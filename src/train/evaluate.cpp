@@ -48,6 +48,7 @@ EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& co
     for (double v : ep_ret) returns.push_back(v);
   }
   row.episodes = static_cast<int>(returns.size());
+  row.returns = returns;
   double m = 0, m2 = 0;
   for (double v : returns) m += v;
   m /= row.episodes;
@@ -174,6 +175,15 @@ std::string format_eval_csv(const EnvSpec& spec, const std::vector<EvalRow>& row
     for (const auto& m : r.metrics) os << ',' << m.second;
     os << '\n';
   }
+  return os.str();
+}
+
+std::string format_eval_episodes_csv(const std::vector<EvalRow>& rows) {
+  std::ostringstream os;
+  os << "policy,episode,utility\n" << std::setprecision(10);
+  for (const auto& r : rows)
+    for (std::size_t e = 0; e < r.returns.size(); ++e)
+      os << r.policy << ',' << e << ',' << r.returns[e] << '\n';
   return os.str();
 }
 

@@ -19,6 +19,7 @@ struct EvalRow {
   std::string policy;
   int episodes = 0;
   double utility = 0, utility_sd = 0;  ///< episode return of the system (sum of rewards)
+  std::vector<double> returns;         ///< each episode's utility, in episode order
   std::vector<double> components;      ///< env reward components, per episode
   double utilization = 0;              ///< mean GPU utilisation over agents and slots
   /// The env's system metrics over all evaluation episodes (EnvFactory::summarize).
@@ -40,5 +41,8 @@ EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& co
 /// "utilization" component), then the env's system metrics.
 std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& rows, bool markdown);
 std::string format_eval_csv(const EnvSpec& spec, const std::vector<EvalRow>& rows);
+/// One line per policy and episode (policy,episode,utility): what `marlsched compare` pairs
+/// across training seeds (the episodes of one eval seed are the same for every policy and run).
+std::string format_eval_episodes_csv(const std::vector<EvalRow>& rows);
 
 }  // namespace marlsched

@@ -46,6 +46,11 @@ void RunConfig::bind(OptionBinder& b) {
   b.add("eval-episodes", eval_episodes, "episodes per policy in evaluation");
   b.add("eval-seed", eval_seed, "seed of evaluation episodes (held out from training)");
   b.add("eval-after", eval_after, "evaluate against the baselines after training");
+  b.add("eval-greedy", eval_greedy,
+        "evaluate learned policies greedily (most probable action); false: sample as in training");
+  b.add("eval-bound", eval_bound,
+        "also compute the env's hindsight upper bound on each evaluation episode's utility "
+        "(geodc: an LP relaxation) and every policy's gap to it");
   b.add("check-every", check_every, "iterations between cross-rank parameter identity checks");
   b.add("threads", threads, "torch intra-op threads per rank");
   b.add("quiet", quiet, "no per-iteration progress lines");
@@ -586,14 +591,45 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
     rows.push_back(evaluate(*h, factory, comm, es));
   }
   MARLSCHED_REQUIRE(!rows.empty(), "nothing to evaluate: no learned policy and no baselines");
+  // The oracle bound of the same episodes (episode r * copies + c is copy c's r-th), on rank 0.
+  EvalRow bound;
+  if (run.eval_bound && comm.is_root()) {
+    const int n_ep = rows.front().episodes;
+    std::vector<std::uint64_t> shard_seeds(static_cast<std::size_t>(n));
+    for (int i = 0; i < n_ep; ++i) {
+      const int c = i % es.copies;
+      const auto r = static_cast<std::uint64_t>(i / es.copies);
+      for (int a = 0; a < n; ++a)
+        shard_seeds[static_cast<std::size_t>(a)] = episode_shard_seed(es.seed, c, r, a);
+      const double b = factory.episode_bound(episode_world_seed(es.seed, c, r), shard_seeds);
+      if (std::isnan(b)) break;
+      bound.returns.push_back(b);
+    }
+    if (static_cast<int>(bound.returns.size()) == n_ep) {
+      bound.policy = "oracle-bound";
+      bound.episodes = n_ep;
+      for (double v : bound.returns) bound.utility += v / n_ep;
+      for (auto& row : rows)
+        row.metrics.push_back(
+            {"oracle_gap_pct", 100.0 * (bound.utility - row.utility) / std::abs(bound.utility)});
+    }
+  }
   if (comm.is_root()) {
     std::cout << "evaluation: " << rows.front().episodes << " episodes per policy, eval seed "
               << run.eval_seed << " (system totals per episode; utility = sum of rewards)\n"
-              << format_eval_table(spec, rows, false) << std::flush;
+              << format_eval_table(spec, rows, false);
+    if (!bound.policy.empty())
+      std::cout << "oracle bound (hindsight LP relaxation, docs/envs/geodc.md): " << std::fixed
+                << std::setprecision(2) << bound.utility
+                << " per episode; oracle_gap_pct = how far below it each policy is\n";
+    std::cout << std::flush;
     if (!out_dir.empty()) {
       std::filesystem::create_directories(out_dir);
       write_file_atomic(out_dir + "/eval.csv", format_eval_csv(spec, rows));
       write_file_atomic(out_dir + "/eval.md", format_eval_table(spec, rows, true));
+      auto with_bound = rows;
+      if (!bound.policy.empty()) with_bound.push_back(bound);
+      write_file_atomic(out_dir + "/eval-episodes.csv", format_eval_episodes_csv(with_bound));
     }
   }
   comm.barrier();

@@ -32,6 +32,12 @@ struct RunConfig {
   int eval_episodes = 8;
   std::uint64_t eval_seed = 1000;  ///< held-out seed: other start days and arrival streams
   bool eval_after = true;
+  /// Evaluate learned policies greedily (the most probable action), as RL papers report
+  /// deterministic policies; false samples from the policy as in training.
+  bool eval_greedy = true;
+  /// Next to the evaluation, the env's hindsight upper bound on each episode's utility (where
+  /// the env has one: geodc's LP relaxation) and every policy's gap to it.
+  bool eval_bound = true;
   int check_every = 10;      ///< iterations between parameter-identity checks across ranks
   int threads = 1;           ///< torch intra-op threads per rank
   int checkpoint_every = 0;  ///< iterations between checkpoints (0: none)

@@ -43,13 +43,20 @@ World::World(const EnvFactory& factory, const dist::Comm& comm, int agents_per_r
   terminal_obs_.resize(obs_.size());
 }
 
+std::uint64_t episode_world_seed(std::uint64_t seed, int copy, std::uint64_t episode) {
+  return derive_seed(seed, {static_cast<std::uint64_t>(copy), episode});
+}
+
+std::uint64_t episode_shard_seed(std::uint64_t seed, int copy, std::uint64_t episode, int agent) {
+  return derive_seed(
+      seed, {static_cast<std::uint64_t>(copy), episode, static_cast<std::uint64_t>(agent) + 1});
+}
+
 void World::reset_copy(int c) {
   const auto cu = static_cast<std::uint64_t>(c);
-  const std::uint64_t world_seed = derive_seed(seed_, {cu, episode_[cu]});
-  for (int k = 0; k < k_; ++k) {
-    const auto agent = static_cast<std::uint64_t>(first_ + k);
-    shard(c, k).reset(world_seed, derive_seed(seed_, {cu, episode_[cu], agent + 1}));
-  }
+  const std::uint64_t world_seed = episode_world_seed(seed_, c, episode_[cu]);
+  for (int k = 0; k < k_; ++k)
+    shard(c, k).reset(world_seed, episode_shard_seed(seed_, c, episode_[cu], first_ + k));
   episode_[cu] += 1;
   ep_step_[cu] = 0;
 }

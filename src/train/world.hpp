@@ -26,6 +26,12 @@ struct StepTimes {
   std::uint64_t records = 0, bytes = 0;
 };
 
+/// The seeds that episode `episode` (0, 1, ...) of env copy `copy` in a world seeded `seed` hands
+/// its shards: one world seed shared by every shard, and each agent's own. What World::reset uses,
+/// so that evaluation tools (e.g. an env's hindsight bound) can rebuild the same episodes.
+std::uint64_t episode_world_seed(std::uint64_t seed, int copy, std::uint64_t episode);
+std::uint64_t episode_shard_seed(std::uint64_t seed, int copy, std::uint64_t episode, int agent);
+
 class World {
  public:
   World(const EnvFactory& factory, const dist::Comm& comm, int agents_per_rank, int copies,

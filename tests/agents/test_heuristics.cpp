@@ -61,3 +61,25 @@ TEST(Heuristics, RandomCoversTheActionSpaceAndUnknownNamesFail) {
   EXPECT_EQ(seen.size(), 8u);
   EXPECT_THROW(make_heuristic("greedy", f.spec, 1, 0), ConfigError);
 }
+
+// wait-awhile defers at a site whose coming hours are cheaper in the reward's terms by more than
+// its threshold, and places like least-loaded otherwise.
+TEST(Heuristics, WaitAwhileDefersForCheaperHoursElseLeastLoaded) {
+  Fixture f;
+  for (int a = 0; a < 4; ++a) {
+    f.set(a, "free_gpu_frac", a == 2 ? 0.9f : 0.1f);
+    f.set(a, "carbon", 0.8f);
+    f.set(a, "price", 1.0f);
+  }
+  f.set(0, "carbon_trend", -0.5f);  // site 0: much greener soon
+  f.set(0, "price_trend", -0.5f);
+  f.set(1, "price_trend", -0.02f);  // site 1: slightly cheaper soon (below the threshold)
+  const auto a = run("wait-awhile:0.1", f);
+  EXPECT_EQ(a[0], 4 + 0);  // defer here
+  EXPECT_EQ(a[1], 2);      // least-loaded overflow
+  EXPECT_EQ(a, run("wait-awhile:0.1", f));
+  EXPECT_EQ(run("wait-awhile:0.9", f)[0], 2);  // a high threshold never waits
+  EXPECT_THROW(make_heuristic("wait-awhile:abc", f.spec, 1, 0), ConfigError);
+  EXPECT_THROW(make_heuristic("wait-awhile:1.5", f.spec, 1, 0), ConfigError);
+  EXPECT_THROW(make_heuristic("least-loaded:0.1", f.spec, 1, 0), ConfigError);
+}

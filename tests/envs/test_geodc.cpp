@@ -334,3 +334,67 @@ TEST(GeoDc, SavedStateContinuesExactly) {
   EXPECT_THROW(b.shards[0]->load_state(state), InputError);
   EXPECT_THROW(b.shards[1]->load_state(a.shards[0]->save_state()), InputError);  // other agent
 }
+
+// The hindsight bound (geodc/oracle.hpp) is an upper bound: no schedule, whatever its actions,
+// scores more on the same episode. Random actions (run, defer, forward anywhere), local-only and
+// always-defer schedules are checked on several episodes; the bound must not be loose by orders
+// of magnitude either.
+TEST(GeoDc, OracleBoundIsAboveEverySchedule) {
+  geodc::Config cfg;
+  cfg.episode_slots = 48;
+  LocalWorld w(cfg, 4);
+  Rng rng(3);
+  for (std::uint64_t ep = 0; ep < 3; ++ep) {
+    const std::vector<std::uint64_t> seeds = {derive_seed(11, {ep, 1}), derive_seed(11, {ep, 2}),
+                                              derive_seed(11, {ep, 3}), derive_seed(11, {ep, 4})};
+    const double bound = w.factory->episode_bound(derive_seed(11, {ep}), seeds);
+    ASSERT_TRUE(std::isfinite(bound));
+    double best = -1e300;
+    for (int policy = 0; policy < 4; ++policy) {
+      w.reset(11, ep);
+      double ret = 0;
+      for (int t = 0; t < cfg.episode_slots; ++t) {
+        std::vector<int> a(4);
+        for (int s = 0; s < 4; ++s)
+          a[static_cast<std::size_t>(s)] = policy == 0   ? s      // local
+                                           : policy == 1 ? 4 + s  // defer
+                                           : policy == 2
+                                               ? (t % 2 ? s : (s + 1) % 4)        // spill
+                                               : static_cast<int>(rng.below(8));  // random
+        for (const auto& r : w.step(a)) ret += r.reward;
+      }
+      EXPECT_LE(ret, bound + 1e-6) << "episode " << ep << " schedule " << policy;
+      best = std::max(best, ret);
+    }
+    EXPECT_LT(bound - best, std::abs(best) * 10 + 200) << "a bound this loose says nothing";
+  }
+}
+
+// With no jobs every schedule earns the same (idle power only), and the bound is exactly that.
+TEST(GeoDc, OracleBoundIsExactWithoutJobs) {
+  geodc::Config cfg;
+  cfg.arrival_rates = {0, 0, 0, 0};
+  cfg.episode_slots = 24;
+  LocalWorld w(cfg, 4);
+  const std::vector<std::uint64_t> seeds = {1, 2, 3, 4};
+  for (int a = 0; a < 4; ++a)
+    w.shards[static_cast<std::size_t>(a)]->reset(9, seeds[static_cast<std::size_t>(a)]);
+  double ret = 0;
+  for (int t = 0; t < cfg.episode_slots; ++t)
+    for (const auto& r : w.step({0, 1, 2, 3})) ret += r.reward;
+  EXPECT_NEAR(w.factory->episode_bound(9, seeds), ret, 1e-9 * std::abs(ret));
+}
+
+// The hindsight arrivals are the jobs that the episode brings under any actions.
+TEST(GeoDc, EpisodeArrivalsMatchTheEpisode) {
+  geodc::Config cfg;
+  cfg.episode_slots = 24;
+  LocalWorld w(cfg, 4);
+  auto probe = w.factory->make_shard(2);
+  const auto jobs = dynamic_cast<geodc::Shard&>(*probe).episode_arrivals(derive_seed(5, {0}),
+                                                                         derive_seed(5, {0, 3}));
+  w.reset(5, 0);
+  for (int t = 0; t < cfg.episode_slots; ++t) w.step({4, 5, 6, 7});  // defer everything here
+  EXPECT_EQ(static_cast<double>(jobs.size()), w.shard(2).counters().at("arrived"));
+  for (std::size_t i = 1; i < jobs.size(); ++i) EXPECT_LE(jobs[i - 1].arrival, jobs[i].arrival);
+}

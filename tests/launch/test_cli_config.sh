@@ -7,6 +7,8 @@ cd "$WORK"
 "$BIN" train --config "$SRC/launch/configs/default.toml" --print-config > shipped.toml
 diff <(grep -v '^#' builtin.toml) <(grep -v '^#' shipped.toml) || fail "launch/configs/default.toml differs from the built-in defaults"
 pass "default.toml == built-in defaults"
+"$BIN" --version | grep -q "^BLAS: [A-Za-z]" || fail "--version names no BLAS: $("$BIN" --version)"
+pass "--version names the BLAS"
 # Every shipped example config parses, and its env and learner accept each other (a run of 0
 # iterations builds both and stops; 4 agents, what the fixed-site configs define).
 for cfg in "$SRC"/launch/configs/*.toml; do

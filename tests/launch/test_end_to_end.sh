@@ -11,15 +11,15 @@ done
 grep -q "parameters identical on all ranks: yes" train.log || fail "no identity confirmation"
 grep -q "time split" train.log || fail "no time split"
 util() { awk -F, -v p="$1" '$1==p {print $3}' run/eval.csv; }
-m=$(util mappo); r=$(util random); rr=$(util round-robin)
+m=$(util "mappo (greedy)"); r=$(util random); rr=$(util round-robin)
 echo "utility: mappo $m, random $r, round-robin $rr"
 awk -v m="$m" -v r="$r" -v rr="$rr" 'BEGIN { exit !(m > r && m > rr) }' || fail "MAPPO does not beat random and round-robin"
 pass "learned policy beats random and round-robin on held-out seeds"
 mpi 4 "$BIN" eval --model run --out evalout | tee eval.log
 grep -q "^mappo " eval.log || fail "eval table lacks the policy row"
-for b in random round-robin local-only least-loaded lowest-carbon lowest-price; do
+for b in random round-robin local-only least-loaded lowest-carbon lowest-price wait-awhile; do
   grep -q "^$b " eval.log || fail "eval table lacks $b"
 done
-[ "$(awk -F, '$1=="mappo" {print $3}' evalout/eval.csv)" = "$m" ] || fail "eval of the saved model differs from the post-training eval"
+[ "$(awk -F, '$1=="mappo (greedy)" {print $3}' evalout/eval.csv)" = "$m" ] || fail "eval of the saved model differs from the post-training eval"
 pass "marlsched eval reloads the model and reproduces the comparison"
 expect_error "eval with a different rank count" 2 "no model for rank 4" -- mpi 8 "$BIN" eval --model run --agents-per-rank 1 --replicate-sites

@@ -34,3 +34,42 @@ mkdir -p empty
 expect_error "report without metrics" 2 "has no metrics.csv" -- "$BIN" report empty
 cp -r run bad && echo "1,2" >> bad/metrics.csv
 expect_error "malformed metrics.csv" 2 "bad/metrics.csv:6: 2 fields" -- "$BIN" report bad
+
+# marlsched compare: the training run's own eval-episodes.csv, then seeds written by hand with
+# known numbers: "learned" beats least-loaded by exactly 2 on every episode of every seed.
+[ -s run/eval-episodes.csv ] || fail "training wrote no eval-episodes.csv"
+"$BIN" compare run --out cmp1 > cmp1.log || fail "compare of one run: $(cat cmp1.log)"
+for s in 1 2 3; do
+  mkdir -p "seed$s"
+  {
+    echo "policy,episode,utility"
+    for e in 0 1 2 3; do echo "learned,$e,$((10 * e + 2 + s - 2))"; done
+    for e in 0 1 2 3; do echo "least-loaded,$e,$((10 * e))"; done
+    for e in 0 1 2 3; do echo "random,$e,$((10 * e - 50))"; done
+    for e in 0 1 2 3; do echo "oracle-bound,$e,$((10 * e + 20))"; done
+  } > "seed$s/eval-episodes.csv"
+done
+"$BIN" compare seed1 seed2 seed3 --out cmp > cmp.log || fail "compare: $(cat cmp.log)"
+"$PY" - cmp <<'PY' || fail "comparison.csv is not what the seeds hold"
+import csv, sys, xml.etree.ElementTree as ET
+rows = {r["policy"]: r for r in csv.DictReader(open(f"{sys.argv[1]}/comparison.csv"))}
+l, b = rows["learned"], rows["least-loaded"]
+assert l["kind"] == "learned" and l["seeds"] == "3" and b["kind"] == "heuristic" and b["seeds"] == "1", rows
+assert abs(float(l["mean"]) - 17.0) < 1e-9 and abs(float(b["mean"]) - 15.0) < 1e-9, (l, b)
+assert abs(float(l["diff_vs_best_heuristic"]) - 2.0) < 1e-9, l
+# Seeds give +1, +2, +3: the t-interval over 3 seeds is 2 ± 4.303 * 1 / sqrt(3).
+assert abs(float(l["diff_t95_lo"]) - (2 - 4.3027 / 3 ** 0.5)) < 1e-3, l
+assert 1.0 <= float(l["diff_ci95_lo"]) <= float(l["diff_ci95_hi"]) <= 3.0, l
+assert abs(float(l["p_improvement"]) - 1.0) < 1e-9, l
+assert abs(float(b["oracle_gap_pct"]) - 100 * 20 / 35) < 1e-3, b
+assert rows["oracle-bound"]["kind"] == "bound"
+svg = ET.parse(f"{sys.argv[1]}/comparison.svg").getroot()
+names = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+assert all(p in names for p in rows), names
+print("ok: comparison.csv: means, paired difference, t and bootstrap intervals, P(improvement), oracle gap")
+PY
+grep -q "| learned | learned | 3 |" cmp/comparison.md || fail "comparison.md: $(cat cmp/comparison.md)"
+pass "marlsched compare aggregates seeds on the same episodes"
+sed -i 's/^least-loaded,1,10$/least-loaded,1,11/' seed3/eval-episodes.csv
+expect_error "compare of runs evaluated on different episodes" 2 "not evaluated on the same episodes" -- "$BIN" compare seed1 seed2 seed3 --out cmpbad
+expect_error "compare of a directory without evaluation" 2 "has no eval-episodes.csv" -- "$BIN" compare empty

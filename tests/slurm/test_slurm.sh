@@ -83,7 +83,7 @@ pass "a job array of 3 runs, each in its own run directory with its own seed"
 "$BIN" slurm --kind eval --model straight --eval-episodes 1 > eval.sub
 jid=$(job_id eval.sub)
 slurm_wait "$jid" 180 || fail "the eval job did not finish"
-grep -q '^mappo,' straight/eval.csv || fail "no eval table: $(cat straight/slurm-"$jid".out)"
+grep -q '^mappo' straight/eval.csv || fail "no eval table: $(cat straight/slurm-"$jid".out)"
 pass "an evaluation job compared the trained policy with the baselines"
 
 expect_error "sweep without a file" 2 "needs --sweep FILE" -- "$BIN" slurm --kind sweep --dry-run
