@@ -17,13 +17,22 @@ enum class Kind {
   kLeastLoaded,
   kLowestCarbon,
   kLowestPrice,
-  kWaitAwhile
+  kWaitAwhile,
+  kGreenFit,
+  kFixedOverflow
 };
 
 /// The deferral threshold of `wait-awhile` when its name gives none: the best of the grid
 /// {0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3} on training seeds (bench/tune_deferral.sh; evaluation
 /// seeds were not used; docs/results.md has the table).
 constexpr double kWaitAwhileThreshold = 0.3;
+/// The free-GPU share that `green-fit` asks of an overflow target when its name gives none: the
+/// best of the grid {0, 0.05, 0.1, 0.2, 0.3} on training seeds (bench/tune_deferral.sh).
+constexpr double kGreenFitMinFree = 0.05;
+/// The site that `fixed-overflow` sends to when its name gives none: the best agent index on
+/// training seeds (bench/tune_deferral.sh; for the default sites 0, US-CAL-CISO: the largest
+/// site, with the lowest PUE and carbon intensity).
+constexpr double kFixedOverflowSite = 0;
 
 class Heuristic final : public Policy {
  public:
@@ -37,6 +46,7 @@ class Heuristic final : public Policy {
         carbon_(spec.obs_index("carbon")),
         price_(spec.obs_index("price")),
         carbon_trend_(kind == Kind::kWaitAwhile ? spec.obs_index("carbon_trend") : -1),
+        // (threshold_ is green-fit's minimum free share, wait-awhile's deferral threshold)
         price_trend_(kind == Kind::kWaitAwhile ? spec.obs_index("price_trend") : -1) {}
 
   std::string name() const override { return name_; }
@@ -84,6 +94,30 @@ class Heuristic final : public Policy {
           case Kind::kLeastLoaded:
             a = least_loaded();
             break;
+          case Kind::kGreenFit: {
+            // Run what fits here; overflow to the other target whose energy is cheapest in the
+            // reward's terms among those with at least the threshold's share of GPUs free (else
+            // the least-loaded one).
+            a = least_loaded();
+            double best = 0;
+            bool found = false;
+            for (int t = 0; t < T; ++t)
+              if (t != me && obs(t)[free_] >= threshold_ &&
+                  (!found || energy_weight(obs(t)) < best)) {
+                best = energy_weight(obs(t));
+                a = t;
+                found = true;
+              }
+            break;
+          }
+          case Kind::kFixedOverflow: {
+            // Run what fits here; overflow always to one chosen site (while it is a target and
+            // not the site itself; else least-loaded): static spill-over routing.
+            const auto it = std::find(tg.begin(), tg.end(), static_cast<int>(threshold_));
+            const int t = static_cast<int>(it - tg.begin());
+            a = it != tg.end() ? t : least_loaded();
+            break;
+          }
           case Kind::kWaitAwhile:
             // Wait (defer here: only jobs that must start now start) while the coming hours'
             // energy is cheaper in the reward's terms by more than the threshold; otherwise
@@ -110,6 +144,9 @@ class Heuristic final : public Policy {
   /// the reward's units (default weights: 1 per USD, 0.5 per kg CO2eq) now and over the next
   /// four hours, from the site's own price, carbon intensity and their trends (geodc scales
   /// price by 1/100 USD/MWh and carbon by 1/500 g/kWh: USD/kWh = 0.1 p, kg/kWh = 0.5 c).
+  /// A site's energy price in the reward's units per kWh now (default weights, as defer_gain).
+  double energy_weight(const float* o) const { return 0.1 * o[price_] + 0.25 * o[carbon_]; }
+
   double defer_gain(const float* own) const {
     const double usd = 0.1 * own[price_], kg = 0.5 * 0.5 * own[carbon_];
     const double now = usd + kg;
@@ -127,7 +164,7 @@ class Heuristic final : public Policy {
 const std::vector<std::string>& geodc_names() {
   static const std::vector<std::string> names = {"random",       "round-robin",   "local-only",
                                                  "least-loaded", "lowest-carbon", "lowest-price",
-                                                 "wait-awhile"};
+                                                 "wait-awhile",  "green-fit",     "fixed-overflow"};
   return names;
 }
 
@@ -139,8 +176,8 @@ std::pair<std::string, double> split_parameter(const std::string& name) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   MARLSCHED_REQUIRE(
-      !text.empty() && end == text.c_str() + text.size() && std::isfinite(v) && v >= 0 && v < 1,
-      "baseline '" << name << "': the threshold after ':' must be a number in [0, 1)");
+      !text.empty() && end == text.c_str() + text.size() && std::isfinite(v) && v >= 0,
+      "baseline '" << name << "': the parameter after ':' must be a number >= 0");
   return {name.substr(0, colon), v};
 }
 
@@ -148,15 +185,28 @@ std::unique_ptr<Policy> make_geodc(const std::string& name, const EnvSpec& spec,
                                    std::uint64_t seed) {
   static const Kind kinds[] = {Kind::kRandom,      Kind::kRoundRobin,   Kind::kLocal,
                                Kind::kLeastLoaded, Kind::kLowestCarbon, Kind::kLowestPrice,
-                               Kind::kWaitAwhile};
-  const auto [base, threshold] = split_parameter(name);
-  MARLSCHED_REQUIRE(std::isnan(threshold) || base == "wait-awhile",
-                    "baseline '" << name << "': only wait-awhile takes a parameter");
+                               Kind::kWaitAwhile,  Kind::kGreenFit,     Kind::kFixedOverflow};
+  const auto [base, param] = split_parameter(name);
+  const bool share = base == "wait-awhile" || base == "green-fit";
+  MARLSCHED_REQUIRE(std::isnan(param) || share || base == "fixed-overflow",
+                    "baseline '" << name
+                                 << "': only wait-awhile, green-fit and fixed-overflow take a "
+                                    "parameter");
+  MARLSCHED_REQUIRE(std::isnan(param) || !share || param < 1,
+                    "baseline '" << name << "': the threshold after ':' must be in [0, 1)");
+  const int agents = static_cast<int>(spec.targets.size());
+  MARLSCHED_REQUIRE(std::isnan(param) || base != "fixed-overflow" ||
+                        (param == std::floor(param) && param < agents),
+                    "baseline '" << name << "': the site after ':' must be an agent index in [0, "
+                                 << agents << ")");
   const auto& names = geodc_names();
   for (std::size_t i = 0; i < names.size(); ++i)
     if (names[i] == base)
       return std::make_unique<Heuristic>(name, kinds[i], spec, seed,
-                                         std::isnan(threshold) ? kWaitAwhileThreshold : threshold);
+                                         !std::isnan(param)         ? param
+                                         : base == "green-fit"      ? kGreenFitMinFree
+                                         : base == "fixed-overflow" ? kFixedOverflowSite
+                                                                    : kWaitAwhileThreshold);
   return nullptr;
 }
 

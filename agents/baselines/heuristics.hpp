@@ -18,6 +18,13 @@
 ///                 more than a threshold, defer (only jobs without slack left start); otherwise
 ///                 least-loaded. `wait-awhile:0.1` sets the threshold (default: tuned on
 ///                 training seeds, bench/tune_deferral.sh).
+///   green-fit     run what fits here; overflow to the other site whose energy (price and carbon
+///                 in the reward's units) is cheapest now among those with at least a share θ of
+///                 GPUs free, else the least-loaded one (`green-fit:0.1` sets θ; default tuned
+///                 on training seeds). Green-DCC's carbon-aware placement with a capacity guard.
+///   fixed-overflow run what fits here; overflow always to one site (`fixed-overflow:K`, agent
+///                 index K; default tuned on training seeds): static spill-over routing to a
+///                 large, green site. At that site itself it is local-only.
 ///
 /// aset (ASET's static policies; see edge_heuristics.cpp): local-only, cloud-only,
 /// least-loaded, random-proportional.

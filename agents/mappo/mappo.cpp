@@ -7,6 +7,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "agents/baselines/heuristics.hpp"
 #include "core/blas.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
@@ -58,6 +59,13 @@ void MappoConfig::bind(OptionBinder& b) {
         "so the two overlap; off: one blocking allreduce after both");
   b.add("team-reward", team_reward, "β in reward = (1-β)·own + β·mean over agents");
   b.add("rollout-steps", rollout_steps, "environment steps per update");
+  b.add("imitate", imitate,
+        "warm start: a heuristic baseline (e.g. least-loaded) whose action in every state the "
+        "policy visits the actor also learns, by cross-entropy, for the first "
+        "--imitate-iterations updates (DAgger-style; empty: none)");
+  b.add("imitate-iterations", imitate_iterations,
+        "updates over which the imitation weight falls linearly from --imitate-coef to 0");
+  b.add("imitate-coef", imitate_coef, "initial weight of the imitation loss");
 }
 
 void MappoConfig::validate() const {
@@ -84,12 +92,19 @@ void MappoConfig::validate() const {
   MARLSCHED_REQUIRE(critic_embed >= 1, "--critic-embed must be >= 1, got " << critic_embed);
   MARLSCHED_REQUIRE(team_reward >= 0 && team_reward <= 1, "--team-reward must be in [0, 1]");
   MARLSCHED_REQUIRE(rollout_steps >= 1, "--rollout-steps must be >= 1");
+  MARLSCHED_REQUIRE(imitate_iterations >= 0,
+                    "--imitate-iterations must be >= 0, got " << imitate_iterations);
+  MARLSCHED_REQUIRE(imitate_coef >= 0 && std::isfinite(imitate_coef),
+                    "--imitate-coef must be >= 0, got " << imitate_coef);
+  MARLSCHED_REQUIRE(imitate.empty() || imitate_iterations > 0,
+                    "--imitate " << imitate << " needs --imitate-iterations > 0");
 }
 
 void MappoConfig::check_env(const EnvSpec& spec) const {
   MARLSCHED_REQUIRE(actor != "targets" || spec.num_targets() > 0,
                     "--actor targets needs an env with a targeted action space (geodc); '"
                         << spec.name << "' has none: use --actor mlp");
+  if (!imitate.empty()) make_heuristic(imitate, spec, 0, 0);  // a baseline of this env
 }
 
 using nn::Mlp;
@@ -126,6 +141,17 @@ struct Mappo::Impl {
   std::vector<float> logp, value, reward, trunc_value;
   std::vector<std::uint8_t> done;  // [step][copy]
   int steps = 0;
+  // Imitation warm start (--imitate): the teacher, its actions for the rollout's rows (while
+  // imitating), and the updates done so far (saved with the model, so a resume anneals on).
+  std::unique_ptr<Policy> teacher;
+  std::vector<int> last_teacher;
+  std::vector<std::int64_t> teacher_act;
+  std::int64_t updates_done = 0;
+  double imitation_weight() const {
+    if (!teacher || updates_done >= cfg.imitate_iterations) return 0.0;
+    return cfg.imitate_coef *
+           (1.0 - static_cast<double>(updates_done) / static_cast<double>(cfg.imitate_iterations));
+  }
   // Last act() inputs (so that record() can pair them).
   std::vector<float> last_x, last_c, last_logp, last_value;
   std::vector<std::int64_t> last_act;
@@ -156,6 +182,8 @@ struct Mappo::Impl {
         shuffle_rng(derive_seed(
             seed, {0x5F1, cf.critic == "pooled" ? ~0ULL : static_cast<std::uint64_t>(cm.rank())})) {
     cfg.check_env(sp);
+    if (!cfg.imitate.empty())
+      teacher = make_heuristic(cfg.imitate, sp, derive_seed(seed, {0x7EAC}), cm.rank());
     // Same torch seed on every rank: shared networks start identical (and are broadcast anyway).
     torch::manual_seed(derive_seed(seed, {0x1417}) & 0x7FFFFFFFFFFFULL);
     int n_actors = cfg.share_actor ? 1 : k;
@@ -424,6 +452,7 @@ void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
     m.last_logp[static_cast<std::size_t>(r)] = row[a];
   }
   if (m.training) m.last_value = m.values(m.last_c, rows);
+  if (m.training && m.imitation_weight() > 0) m.teacher->act(in, m.last_teacher);
 }
 
 const std::vector<float>& Mappo::last_log_probs() const {
@@ -444,6 +473,10 @@ void Mappo::record(const StepFeedback& fb) {
   m.logp.insert(m.logp.end(), m.last_logp.begin(), m.last_logp.end());
   m.value.insert(m.value.end(), m.last_value.begin(), m.last_value.end());
   m.reward.insert(m.reward.end(), fb.reward.begin(), fb.reward.end());
+  if (m.imitation_weight() > 0) {
+    MARLSCHED_CHECK(static_cast<int>(m.last_teacher.size()) == rows, "no teacher actions");
+    m.teacher_act.insert(m.teacher_act.end(), m.last_teacher.begin(), m.last_teacher.end());
+  }
   std::vector<float> tv(static_cast<std::size_t>(rows), 0.f);
   bool any_trunc = false;
   for (int c = 0; c < m.e; ++c) {
@@ -533,6 +566,12 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   auto ADV = torch::from_blob(adv.data(), {M}, torch::kFloat32).to(m.dev);
   auto TGT = torch::from_blob(tgt.data(), {M}, torch::kFloat32).to(m.dev);
   auto AG = m.local_agent_index(M);  // row index within a step is copy*K + k
+  const double imitation = m.imitation_weight();
+  torch::Tensor TEACH;
+  if (imitation > 0) {
+    MARLSCHED_CHECK(static_cast<int>(m.teacher_act.size()) == M, "teacher actions missing");
+    TEACH = torch::from_blob(m.teacher_act.data(), {M}, torch::kInt64).to(m.dev);
+  }
 
   const auto actor_params = params_of(m.actors);
   const auto critic_params = m.critic_params();
@@ -603,7 +642,10 @@ UpdateStats Mappo::update(const PolicyInput& last) {
         m.critic_grads.start(m.comm);
         t_comm += now() - c0;
       }
-      const auto actor_loss = policy_loss - m.cfg.entropy_coef * entropy;
+      auto actor_loss = policy_loss - m.cfg.entropy_coef * entropy;
+      if (imitation > 0)  // cross-entropy of the teacher's actions in the visited states
+        actor_loss = actor_loss -
+                     imitation * logp_all.gather(1, TEACH.index_select(0, idx).unsqueeze(1)).mean();
       if (m.cfg.share_actor)
         m.actor_grads.backward(actor_loss, m.comm);
       else
@@ -644,7 +686,9 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   m.reward.clear();
   m.trunc_value.clear();
   m.done.clear();
+  m.teacher_act.clear();
   m.steps = 0;
+  m.updates_done += 1;
   return st;
 }
 
@@ -722,6 +766,7 @@ void Mappo::save(const std::string& path) const {
   ar.write("critic_opt", co);
   ar.write("vnorm", torch::tensor({m.vnorm.count, m.vnorm.mean, m.vnorm.m2}, torch::kFloat64));
   ar.write("rng", nn::string_tensor(write_states({&m.sample_rng, &m.shuffle_rng})));
+  ar.write("updates", torch::tensor({m.updates_done}, torch::kInt64));
   std::ostringstream bytes;
   ar.save_to(bytes);  // in memory: a full disk then fails in write_file, with errno
   write_file(path, bytes.str());
@@ -781,6 +826,8 @@ void Mappo::load_impl(const std::string& path) {
   ar.read("rng", rt);
   MARLSCHED_REQUIRE(read_states(nn::tensor_string(rt), {&m.sample_rng, &m.shuffle_rng}),
                     "model '" << path << "': bad RNG state");
+  torch::Tensor updates;  // absent from models written before --imitate existed
+  m.updates_done = ar.try_read("updates", updates) ? updates[0].item<std::int64_t>() : 0;
 }
 
 const std::vector<StatName>& Mappo::stat_names() const {

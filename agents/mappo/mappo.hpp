@@ -73,6 +73,14 @@ struct MappoConfig {
   int critic_embed = 64;     ///< embedding width of the pooled critic
   double team_reward = 1.0;  ///< reward = (1-β)·own + β·mean over agents
   int rollout_steps = 96;
+  /// Warm start by imitation (DAgger-style, Ross et al. 2011): a heuristic baseline of the env
+  /// (e.g. least-loaded) labels every state the policy visits, and the actor's loss gains
+  /// `imitate_coef` × the cross-entropy of the teacher's action, falling linearly to 0 over the
+  /// first `imitate_iterations` updates; PPO alone after that. The policy acts throughout, so the
+  /// PPO part stays on-policy. Empty: no teacher.
+  std::string imitate;
+  int imitate_iterations = 0;
+  double imitate_coef = 1.0;
 
   void bind(OptionBinder& b);
   void validate() const;

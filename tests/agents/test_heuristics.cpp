@@ -83,3 +83,24 @@ TEST(Heuristics, WaitAwhileDefersForCheaperHoursElseLeastLoaded) {
   EXPECT_THROW(make_heuristic("wait-awhile:1.5", f.spec, 1, 0), ConfigError);
   EXPECT_THROW(make_heuristic("least-loaded:0.1", f.spec, 1, 0), ConfigError);
 }
+
+// green-fit overflows to the cheapest other site with room; fixed-overflow always to one site.
+TEST(Heuristics, GreenFitAndFixedOverflow) {
+  Fixture f;
+  const float free[] = {0.5f, 0.3f, 0.02f, 0.9f};
+  const float carbon[] = {0.5f, 0.4f, 0.1f, 1.0f};  // site 2 is cleanest but full
+  for (int a = 0; a < 4; ++a) {
+    f.set(a, "free_gpu_frac", free[a]);
+    f.set(a, "carbon", carbon[a]);
+    f.set(a, "price", 1.0f);
+  }
+  // Cheapest with >= 5 % free: site 1 for everyone else, site 0 for site 1.
+  EXPECT_EQ(run("green-fit", f), (std::vector<int>{1, 0, 1, 1}));
+  // Asking 95 % free: nobody qualifies, least-loaded (site 3; site 0 for site 3).
+  EXPECT_EQ(run("green-fit:0.95", f), (std::vector<int>{3, 3, 3, 0}));
+  EXPECT_EQ(run("fixed-overflow", f), (std::vector<int>{0, 0, 0, 0}));  // site 0; local there
+  EXPECT_EQ(run("fixed-overflow:2", f), (std::vector<int>{2, 2, 2, 2}));
+  EXPECT_THROW(make_heuristic("fixed-overflow:4", f.spec, 1, 0), ConfigError);
+  EXPECT_THROW(make_heuristic("fixed-overflow:1.5", f.spec, 1, 0), ConfigError);
+  EXPECT_THROW(make_heuristic("green-fit:2", f.spec, 1, 0), ConfigError);
+}

@@ -4,8 +4,11 @@
 #include <memory>
 #include <string>
 
+#include "agents/baselines/heuristics.hpp"
 #include "agents/mappo/mappo.hpp"
 #include "bandit.hpp"
+#include "core/error.hpp"
+#include "geodc/geodc.hpp"
 #include "test_util.hpp"
 
 using namespace marlsched;
@@ -273,4 +276,64 @@ TEST(PerTargetActor, LearnsAndRoundTripsAndRefusesWhatDoesNotFit) {
   EXPECT_THROW(b->load(dir + "/missing.pt"), InputError);
   // An env without targets cannot have a per-target actor.
   EXPECT_THROW(Mappo(cfg, test::bandit_spec(), comm, 1, 0, 1, 1, 3), ConfigError);
+}
+
+// --imitate: with no reward at all, the actor learns the teacher's action in the states it
+// visits (least-loaded: overflow to the other site with the most free GPUs), the imitation
+// weight falls to zero after --imitate-iterations updates (a model file carries the count on),
+// and bad teachers are refused.
+TEST(Mappo, ImitatesATeacherHeuristicThenStops) {
+  auto comm = dist::Comm::world();
+  geodc::Config gc;
+  const EnvSpec spec = geodc::make_spec(gc, 4);
+  MappoConfig cfg;
+  cfg.lr_actor = 3e-3;
+  cfg.rollout_steps = 32;
+  cfg.imitate = "least-loaded";
+  cfg.imitate_iterations = 40;
+  Mappo m(cfg, spec, comm, 4, 0, 4, 1, 7);
+  const int d = spec.obs_dim(), free = spec.obs_index("free_gpu_frac");
+  std::vector<float> obs(static_cast<std::size_t>(4 * d), 0.f);
+  Rng rng(5);
+  StepFeedback fb;
+  fb.reward.assign(4, 0.f);
+  fb.done = {0};
+  fb.truncated = {0};
+  fb.terminal = {GlobalObs{obs.data(), 4, d}};
+  std::vector<int> a;
+  auto randomise = [&] {
+    for (int s = 0; s < 4; ++s)
+      obs[static_cast<std::size_t>(s * d + free)] = static_cast<float>(rng.uniform());
+  };
+  for (int it = 0; it < 40; ++it) {
+    for (int t = 0; t < 32; ++t) {
+      randomise();
+      m.act(test::one_copy_input(spec, obs, 4), a);
+      fb.done[0] = fb.truncated[0] = (t % 8 == 7) ? 1 : 0;
+      m.record(fb);
+    }
+    m.update(test::one_copy_input(spec, obs, 4));
+  }
+  auto teacher = make_heuristic("least-loaded", spec, 0, 0);
+  int agree = 0, total = 0;
+  m.set_training(false);
+  m.set_deterministic(true);
+  std::vector<int> want;
+  for (int i = 0; i < 50; ++i) {
+    randomise();
+    const auto in = test::one_copy_input(spec, obs, 4);
+    m.act(in, a);
+    teacher->act(in, want);
+    for (int s = 0; s < 4; ++s)
+      agree += a[static_cast<std::size_t>(s)] == want[static_cast<std::size_t>(s)];
+    total += 4;
+  }
+  EXPECT_GT(agree, total * 8 / 10) << "the greedy policy does not follow the teacher";
+
+  MappoConfig bad = cfg;
+  bad.imitate = "no-such-rule";
+  EXPECT_THROW(bad.check_env(spec), ConfigError);
+  bad.imitate = "least-loaded";
+  bad.imitate_iterations = 0;
+  EXPECT_THROW(bad.validate(), ConfigError);
 }
