@@ -86,6 +86,9 @@ slurm_wait "$jid" 180 || fail "the eval job did not finish"
 grep -q '^mappo' straight/eval.csv || fail "no eval table: $(cat straight/slurm-"$jid".out)"
 pass "an evaluation job compared the trained policy with the baselines"
 
-expect_error "sweep without a file" 2 "needs --sweep FILE" -- "$BIN" slurm --kind sweep --dry-run
+expect_error "sweep without a file" 2 "needs one of --sweep FILE and --seeds N" -- "$BIN" slurm --kind sweep --dry-run
+"$BIN" slurm "${BASE[@]}" --kind sweep --seeds 3 --run-dir seeds --dry-run > seeds.sbatch
+grep -q "^#SBATCH --array=0-2$" seeds.sbatch || fail "--seeds 3 is no 3-task array: $(cat seeds.sbatch)"
+pass "marlsched slurm --kind sweep --seeds 3 makes a 3-task array"
 expect_error "ranks that do not divide the sites" 2 "3 agents per rank do not divide" -- \
   "$BIN" slurm --agents-per-rank 3 --dry-run
