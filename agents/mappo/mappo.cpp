@@ -455,6 +455,10 @@ void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
   if (m.training && m.imitation_weight() > 0) m.teacher->act(in, m.last_teacher);
 }
 
+double Mappo::imitation_weight() const {
+  return impl_->imitation_weight();
+}
+
 const std::vector<float>& Mappo::last_log_probs() const {
   return impl_->last_logp;
 }

@@ -135,6 +135,9 @@ class Mappo final : public Learner {
 
   /// Action probabilities of local agent k for one copy's global observations (for tests).
   std::vector<float> action_probs(const GlobalObs& g, int local_agent) const;
+  /// The weight of the imitation loss in the next update (--imitate; 0 without a teacher or
+  /// after --imitate-iterations updates).
+  double imitation_weight() const;
   /// Number of floats in the shared parameter set (critic, and the actor when shared).
   std::int64_t shared_parameter_count() const;
 

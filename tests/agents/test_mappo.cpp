@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <memory>
 #include <string>
 
@@ -290,7 +291,7 @@ TEST(Mappo, ImitatesATeacherHeuristicThenStops) {
   cfg.lr_actor = 3e-3;
   cfg.rollout_steps = 32;
   cfg.imitate = "least-loaded";
-  cfg.imitate_iterations = 40;
+  cfg.imitate_iterations = 60;
   Mappo m(cfg, spec, comm, 4, 0, 4, 1, 7);
   const int d = spec.obs_dim(), free = spec.obs_index("free_gpu_frac");
   std::vector<float> obs(static_cast<std::size_t>(4 * d), 0.f);
@@ -300,12 +301,39 @@ TEST(Mappo, ImitatesATeacherHeuristicThenStops) {
   fb.done = {0};
   fb.truncated = {0};
   fb.terminal = {GlobalObs{obs.data(), 4, d}};
-  std::vector<int> a;
+  std::vector<int> a, want;
+  auto teacher = make_heuristic("least-loaded", spec, 0, 0);
   auto randomise = [&] {
     for (int s = 0; s < 4; ++s)
       obs[static_cast<std::size_t>(s * d + free)] = static_cast<float>(rng.uniform());
   };
-  for (int it = 0; it < 40; ++it) {
+  // The share of 200 random states in which the greedy policy takes the teacher's action.
+  auto agreement = [&] {
+    m.set_training(false);
+    m.set_deterministic(true);
+    int agree = 0;
+    for (int i = 0; i < 50; ++i) {
+      randomise();
+      const auto in = test::one_copy_input(spec, obs, 4);
+      m.act(in, a);
+      teacher->act(in, want);
+      for (int s = 0; s < 4; ++s)
+        agree += a[static_cast<std::size_t>(s)] == want[static_cast<std::size_t>(s)];
+    }
+    m.set_training(true);
+    return agree / 200.0;
+  };
+  const double before = agreement();
+  EXPECT_DOUBLE_EQ(m.imitation_weight(), 1.0);
+  for (int it = 0; it < 60; ++it) {
+    if (it == 30) {  // halfway: half the weight, and a model file carries the count on
+      EXPECT_DOUBLE_EQ(m.imitation_weight(), 0.5);
+      const std::string path = ::testing::TempDir() + "imitating.pt";
+      m.save(path);
+      Mappo r(cfg, spec, comm, 4, 0, 4, 1, 8);
+      r.load(path);
+      EXPECT_DOUBLE_EQ(r.imitation_weight(), 0.5);
+    }
     for (int t = 0; t < 32; ++t) {
       randomise();
       m.act(test::one_copy_input(spec, obs, 4), a);
@@ -314,21 +342,12 @@ TEST(Mappo, ImitatesATeacherHeuristicThenStops) {
     }
     m.update(test::one_copy_input(spec, obs, 4));
   }
-  auto teacher = make_heuristic("least-loaded", spec, 0, 0);
-  int agree = 0, total = 0;
-  m.set_training(false);
-  m.set_deterministic(true);
-  std::vector<int> want;
-  for (int i = 0; i < 50; ++i) {
-    randomise();
-    const auto in = test::one_copy_input(spec, obs, 4);
-    m.act(in, a);
-    teacher->act(in, want);
-    for (int s = 0; s < 4; ++s)
-      agree += a[static_cast<std::size_t>(s)] == want[static_cast<std::size_t>(s)];
-    total += 4;
-  }
-  EXPECT_GT(agree, total * 8 / 10) << "the greedy policy does not follow the teacher";
+  const double after = agreement();
+  std::cout << "agreement with the teacher: " << before << " before, " << after << " after\n";
+  EXPECT_DOUBLE_EQ(m.imitation_weight(), 0.0);  // PPO alone from here on
+  EXPECT_LT(before, 0.5);
+  EXPECT_GT(after, 0.7) << "the greedy policy does not follow the teacher (" << before
+                        << " before imitation)";
 
   MappoConfig bad = cfg;
   bad.imitate = "no-such-rule";

@@ -13,7 +13,7 @@ cat dqn/eval.md
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 learned, baselines = rows[0], rows[1:]
-assert learned["policy"] == "dqn", learned["policy"]
+assert learned["policy"] == "dqn (greedy)", learned["policy"]  # eval-greedy: the argmax of Q
 names = {r["policy"] for r in baselines}
 assert names == {"local-only", "cloud-only", "least-loaded", "random-proportional"}, names
 best = max(baselines, key=lambda r: float(r["success_rate"]))

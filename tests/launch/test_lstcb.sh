@@ -18,7 +18,8 @@ for b in 4 8 16 32; do
 done
 /usr/bin/python3 - ts/eval.csv fixed{4,8,16,32}.txt <<'PY'
 import csv, sys
-rows = {r["policy"]: r for r in csv.DictReader(open(sys.argv[1]))}
+# The learned policy is evaluated greedily (eval-greedy): its row is "tsdqn (greedy)".
+rows = {r["policy"].replace(" (greedy)", ""): r for r in csv.DictReader(open(sys.argv[1]))}
 assert set(rows) == {"tsdqn", "no-batching", "fixed-batch", "timeout-batching", "aimd",
                      "slack-batching"}, rows.keys()
 e = {p: float(r["energy_per_inference_j"]) for p, r in rows.items()}
