@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "agents/mappo/mappo.hpp"
 #include "agents/registry.hpp"
 #include "envs/registry.hpp"
 #include "geodc/geodc.hpp"
@@ -97,5 +98,5 @@ BENCHMARK(BM_DqnUpdate)
 
 int main(int argc, char** argv) {
   return bench::mpi_benchmark_main(argc, argv, g_comm,
-                                   [](const dist::Comm&) { torch::set_num_threads(1); });
+                                   [](const dist::Comm&) { set_torch_threads(1); });  // and BLAS
 }

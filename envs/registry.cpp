@@ -1,5 +1,8 @@
 #include "registry.hpp"
 
+#include <cmath>
+#include <iostream>
+
 #include "aset/aset.hpp"
 #include "coop/coop.hpp"
 #include "core/error.hpp"
@@ -30,7 +33,11 @@ class GeoDcFactory final : public EnvFactory {
       owned.push_back(make_shard(a));
       shards.push_back(static_cast<geodc::Shard*>(owned.back().get()));
     }
-    return geodc::utility_bound(*cfg_, *spec_, shards, world_seed, shard_seeds).utility;
+    const auto r = geodc::utility_bound(*cfg_, *spec_, shards, world_seed, shard_seeds);
+    if (std::isnan(r.utility))
+      std::cout << "oracle bound: skipped, the relaxation would exceed " << r.columns
+                << " columns at " << shards.size() << " sites (docs/envs/geodc.md)" << std::endl;
+    return r.utility;
   }
 
  private:

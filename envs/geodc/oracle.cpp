@@ -73,6 +73,9 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
     return earliest;
   };
 
+  // Past this many columns the LP takes minutes and gigabytes (hundreds of sites that can each
+  // reach every other): no bound rather than a stalled evaluation.
+  constexpr std::size_t kMaxColumns = 4'000'000;
   const int capacity_rows = n * T;
   int row = capacity_rows;  // then one row per job
   std::vector<CoinBigIndex> starts;
@@ -105,6 +108,13 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
           if (on_time && tau + d - 1 <= T - 1) c += cfg.w_work * j.gpus * d * dt;
           if (on_time && violation) c += cfg.w_sla;
           if (c <= 0) continue;  // never worth running: x = 0 is as good
+          if (objective.size() >= kMaxColumns) {
+            BoundResult too_large;
+            too_large.utility = std::numeric_limits<double>::quiet_NaN();
+            too_large.jobs = jobs;
+            too_large.columns = static_cast<int>(objective.size());
+            return too_large;
+          }
           starts.push_back(static_cast<CoinBigIndex>(indices.size()));
           for (int u = tau; u <= last; ++u) {
             indices.push_back(s * T + u);

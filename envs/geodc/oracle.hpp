@@ -13,7 +13,9 @@
 namespace marlsched::geodc {
 
 struct BoundResult {
-  double utility = 0;  ///< the bound on the episode's utility (sum of every agent's rewards)
+  /// The bound on the episode's utility (sum of every agent's rewards); NaN when the LP would
+  /// exceed four million columns (hundreds of sites that can each reach every other).
+  double utility = 0;
   int jobs = 0, columns = 0, rows = 0;
   double seconds = 0;  ///< solver time
 };

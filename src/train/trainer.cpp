@@ -602,7 +602,7 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
       for (int a = 0; a < n; ++a)
         shard_seeds[static_cast<std::size_t>(a)] = episode_shard_seed(es.seed, c, r, a);
       const double b = factory.episode_bound(episode_world_seed(es.seed, c, r), shard_seeds);
-      if (std::isnan(b)) break;
+      if (std::isnan(b)) break;  // the env has none (or not at this size)
       bound.returns.push_back(b);
     }
     if (static_cast<int>(bound.returns.size()) == n_ep) {
