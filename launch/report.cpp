@@ -418,12 +418,17 @@ std::vector<std::string> write_comparison(const std::vector<std::string>& run_di
   const auto policies = read_scores(run_dirs, baselines);
   const PolicyScores* best = nullptr;
   const PolicyScores* bound = nullptr;
+  double best_mean = 0, bound_mean = 0;
   for (const auto& p : policies) {
-    if (p.kind == "heuristic" &&
-        (!best || stats::statistic(p.scores, stats::Statistic::kMean) >
-                      stats::statistic(best->scores, stats::Statistic::kMean)))
+    const double m = stats::statistic(p.scores, stats::Statistic::kMean);
+    if (p.kind == "heuristic" && (!best || m > best_mean)) {
       best = &p;
-    if (p.kind == "bound") bound = &p;
+      best_mean = m;
+    }
+    if (p.kind == "bound") {
+      bound = &p;
+      bound_mean = m;
+    }
   }
   const std::uint64_t seed = 20231;  // fixed: the same inputs give the same file
   struct Line {
@@ -442,7 +447,7 @@ std::vector<std::string> write_comparison(const std::vector<std::string>& run_di
     l.iqm_ci =
         stats::bootstrap_interval(p.scores, nullptr, stats::Statistic::kIqm, resamples, seed);
     if (best && &p != best && p.kind != "bound") {
-      l.diff = l.mean - stats::statistic(best->scores, stats::Statistic::kMean);
+      l.diff = l.mean - best_mean;
       l.diff_ci = stats::bootstrap_interval(p.scores, &best->scores, stats::Statistic::kMean,
                                             resamples, seed);
       if (p.scores.size() >= 2) {  // over training seeds: each seed's mean paired difference
@@ -456,10 +461,8 @@ std::vector<std::string> write_comparison(const std::vector<std::string>& run_di
       }
       l.pi = stats::probability_of_improvement(p.scores, best->scores);
     }
-    if (bound && &p != bound) {
-      const double b = stats::statistic(bound->scores, stats::Statistic::kMean);
-      l.gap = 100.0 * (b - l.mean) / std::max(1e-9, std::abs(b));
-    }
+    if (bound && &p != bound)
+      l.gap = 100.0 * (bound_mean - l.mean) / std::max(1e-9, std::abs(bound_mean));
     lines.push_back(l);
   }
   std::sort(lines.begin(), lines.end(),

@@ -1,5 +1,6 @@
 // Baselines of the coop test task (envs/coop): `follow-leader` plays the known optimum (the
 // leader's public signal), `random` the chance level 1/A.
+#include <algorithm>
 #include <cmath>
 
 #include "agents/baselines/heuristics.hpp"
@@ -39,6 +40,8 @@ const std::vector<std::string>& coop_heuristic_names() {
 
 std::unique_ptr<Policy> make_coop_heuristic(const std::string& name, const EnvSpec& /*spec*/,
                                             std::uint64_t seed) {
+  const auto& names = coop_heuristic_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) return nullptr;
   return std::make_unique<CoopHeuristic>(name, name == "follow-leader", seed);
 }
 

@@ -24,7 +24,7 @@ enum class Kind {
 
 /// The deferral threshold of `wait-awhile` when its name gives none: the best of the grid
 /// {0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3} on training seeds (bench/tune_deferral.sh; evaluation
-/// seeds were not used; docs/results.md has the table).
+/// seeds were not used; docs/envs/geodc.md has the table).
 constexpr double kWaitAwhileThreshold = 0.3;
 /// The free-GPU share that `green-fit` asks of an overflow target when its name gives none: the
 /// best of the grid {0, 0.05, 0.1, 0.2, 0.3} on training seeds (bench/tune_deferral.sh).
@@ -37,16 +37,15 @@ constexpr double kFixedOverflowSite = 0;
 class Heuristic final : public Policy {
  public:
   Heuristic(const std::string& name, Kind kind, const EnvSpec& spec, std::uint64_t seed,
-            double threshold)
+            double param)
       : name_(name),
         kind_(kind),
         rng_(seed),
-        threshold_(threshold),
+        param_(param),
         free_(spec.obs_index("free_gpu_frac")),
         carbon_(spec.obs_index("carbon")),
         price_(spec.obs_index("price")),
         carbon_trend_(kind == Kind::kWaitAwhile ? spec.obs_index("carbon_trend") : -1),
-        // (threshold_ is green-fit's minimum free share, wait-awhile's deferral threshold)
         price_trend_(kind == Kind::kWaitAwhile ? spec.obs_index("price_trend") : -1) {}
 
   std::string name() const override { return name_; }
@@ -102,8 +101,7 @@ class Heuristic final : public Policy {
             double best = 0;
             bool found = false;
             for (int t = 0; t < T; ++t)
-              if (t != me && obs(t)[free_] >= threshold_ &&
-                  (!found || energy_weight(obs(t)) < best)) {
+              if (t != me && obs(t)[free_] >= param_ && (!found || energy_weight(obs(t)) < best)) {
                 best = energy_weight(obs(t));
                 a = t;
                 found = true;
@@ -113,7 +111,7 @@ class Heuristic final : public Policy {
           case Kind::kFixedOverflow: {
             // Run what fits here; overflow always to one chosen site (while it is a target and
             // not the site itself; else least-loaded): static spill-over routing.
-            const auto it = std::find(tg.begin(), tg.end(), static_cast<int>(threshold_));
+            const auto it = std::find(tg.begin(), tg.end(), static_cast<int>(param_));
             const int t = static_cast<int>(it - tg.begin());
             a = it != tg.end() ? t : least_loaded();
             break;
@@ -122,7 +120,7 @@ class Heuristic final : public Policy {
             // Wait (defer here: only jobs that must start now start) while the coming hours'
             // energy is cheaper in the reward's terms by more than the threshold; otherwise
             // least-loaded placement.
-            a = defer_gain(obs(me)) > threshold_ ? T + me : least_loaded();
+            a = defer_gain(obs(me)) > param_ ? T + me : least_loaded();
             break;
           case Kind::kLowestCarbon:
           case Kind::kLowestPrice: {
@@ -140,15 +138,20 @@ class Heuristic final : public Policy {
   }
 
  private:
-  /// The relative saving of running in the next four hours instead of now: the energy's price in
-  /// the reward's units (default weights: 1 per USD, 0.5 per kg CO2eq) now and over the next
-  /// four hours, from the site's own price, carbon intensity and their trends (geodc scales
-  /// price by 1/100 USD/MWh and carbon by 1/500 g/kWh: USD/kWh = 0.1 p, kg/kWh = 0.5 c).
-  /// A site's energy price in the reward's units per kWh now (default weights, as defer_gain).
-  double energy_weight(const float* o) const { return 0.1 * o[price_] + 0.25 * o[carbon_]; }
+  // Energy priced in the reward's terms with the default weights (1 per USD, 0.5 per kg CO2eq),
+  // per kWh, from geodc's scaled fields (price / 100 USD/MWh: 0.1 p USD/kWh; carbon / 500 g/kWh:
+  // 0.5 c kg/kWh, weighted 0.5).
+  static constexpr double kPerPrice = 0.1, kPerCarbon = 0.25;
 
+  /// A site's energy price in the reward's units per kWh now.
+  double energy_weight(const float* o) const {
+    return kPerPrice * o[price_] + kPerCarbon * o[carbon_];
+  }
+
+  /// The relative saving of running in the next four hours instead of now: energy_weight now and
+  /// over the next four hours, from the site's own price, carbon intensity and their trends.
   double defer_gain(const float* own) const {
-    const double usd = 0.1 * own[price_], kg = 0.5 * 0.5 * own[carbon_];
+    const double usd = kPerPrice * own[price_], kg = kPerCarbon * own[carbon_];
     const double now = usd + kg;
     const double later = usd * (1.0 + own[price_trend_]) + kg * (1.0 + own[carbon_trend_]);
     return now > 0 ? (now - later) / now : 0.0;
@@ -157,14 +160,40 @@ class Heuristic final : public Policy {
   std::string name_;
   Kind kind_;
   Rng rng_;
-  double threshold_;
+  double param_;  ///< wait-awhile's threshold, green-fit's free share, fixed-overflow's site
   int free_, carbon_, price_, carbon_trend_, price_trend_;
 };
 
+/// What a rule's name may carry after ':' ("wait-awhile:0.1").
+enum class Param { kNone, kShare, kSite };  // none; a share in [0, 1); an agent index
+
+struct GeodcRule {
+  const char* name;
+  Kind kind;
+  Param param;
+  double default_param;  ///< when the name gives none
+};
+
+const std::vector<GeodcRule>& geodc_rules() {
+  static const std::vector<GeodcRule> rules = {
+      {"random", Kind::kRandom, Param::kNone, 0},
+      {"round-robin", Kind::kRoundRobin, Param::kNone, 0},
+      {"local-only", Kind::kLocal, Param::kNone, 0},
+      {"least-loaded", Kind::kLeastLoaded, Param::kNone, 0},
+      {"lowest-carbon", Kind::kLowestCarbon, Param::kNone, 0},
+      {"lowest-price", Kind::kLowestPrice, Param::kNone, 0},
+      {"wait-awhile", Kind::kWaitAwhile, Param::kShare, kWaitAwhileThreshold},
+      {"green-fit", Kind::kGreenFit, Param::kShare, kGreenFitMinFree},
+      {"fixed-overflow", Kind::kFixedOverflow, Param::kSite, kFixedOverflowSite}};
+  return rules;
+}
+
 const std::vector<std::string>& geodc_names() {
-  static const std::vector<std::string> names = {"random",       "round-robin",   "local-only",
-                                                 "least-loaded", "lowest-carbon", "lowest-price",
-                                                 "wait-awhile",  "green-fit",     "fixed-overflow"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& r : geodc_rules()) v.emplace_back(r.name);
+    return v;
+  }();
   return names;
 }
 
@@ -183,30 +212,24 @@ std::pair<std::string, double> split_parameter(const std::string& name) {
 
 std::unique_ptr<Policy> make_geodc(const std::string& name, const EnvSpec& spec,
                                    std::uint64_t seed) {
-  static const Kind kinds[] = {Kind::kRandom,      Kind::kRoundRobin,   Kind::kLocal,
-                               Kind::kLeastLoaded, Kind::kLowestCarbon, Kind::kLowestPrice,
-                               Kind::kWaitAwhile,  Kind::kGreenFit,     Kind::kFixedOverflow};
   const auto [base, param] = split_parameter(name);
-  const bool share = base == "wait-awhile" || base == "green-fit";
-  MARLSCHED_REQUIRE(std::isnan(param) || share || base == "fixed-overflow",
-                    "baseline '" << name
-                                 << "': only wait-awhile, green-fit and fixed-overflow take a "
-                                    "parameter");
-  MARLSCHED_REQUIRE(std::isnan(param) || !share || param < 1,
-                    "baseline '" << name << "': the threshold after ':' must be in [0, 1)");
-  const int agents = static_cast<int>(spec.targets.size());
-  MARLSCHED_REQUIRE(std::isnan(param) || base != "fixed-overflow" ||
-                        (param == std::floor(param) && param < agents),
-                    "baseline '" << name << "': the site after ':' must be an agent index in [0, "
-                                 << agents << ")");
-  const auto& names = geodc_names();
-  for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] == base)
-      return std::make_unique<Heuristic>(name, kinds[i], spec, seed,
-                                         !std::isnan(param)         ? param
-                                         : base == "green-fit"      ? kGreenFitMinFree
-                                         : base == "fixed-overflow" ? kFixedOverflowSite
-                                                                    : kWaitAwhileThreshold);
+  for (const auto& rule : geodc_rules()) {
+    if (base != rule.name) continue;
+    const bool given = !std::isnan(param);
+    MARLSCHED_REQUIRE(!given || rule.param != Param::kNone,
+                      "baseline '" << name
+                                   << "': only wait-awhile, green-fit and fixed-overflow take a "
+                                      "parameter");
+    MARLSCHED_REQUIRE(!given || rule.param != Param::kShare || param < 1,
+                      "baseline '" << name << "': the threshold after ':' must be in [0, 1)");
+    const int agents = static_cast<int>(spec.targets.size());
+    MARLSCHED_REQUIRE(
+        !given || rule.param != Param::kSite || (param == std::floor(param) && param < agents),
+        "baseline '" << name << "': the site after ':' must be an agent index in [0, " << agents
+                     << ")");
+    return std::make_unique<Heuristic>(name, rule.kind, spec, seed,
+                                       given ? param : rule.default_param);
+  }
   return nullptr;
 }
 
@@ -244,12 +267,14 @@ const std::vector<std::string>& heuristic_names(const std::string& env) {
 
 std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
                                        std::uint64_t seed, int rank) {
+  // Each set's maker reads its names, parameters included ("wait-awhile:0.1"), and returns null
+  // for one it does not know.
+  for (const auto& set : baseline_table())
+    if (set.env == spec.name)
+      if (auto p =
+              set.make(name, spec, derive_seed(seed, {0xBA5E, static_cast<std::uint64_t>(rank)})))
+        return p;
   const auto& names = heuristic_names(spec.name);
-  const std::string base = spec.name == "geodc" ? split_parameter(name).first : name;
-  if (std::find(names.begin(), names.end(), base) != names.end())
-    for (const auto& set : baseline_table())
-      if (set.env == spec.name)
-        return set.make(name, spec, derive_seed(seed, {0xBA5E, static_cast<std::uint64_t>(rank)}));
   std::string known;
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
   MARLSCHED_THROW(ConfigError, "unknown baseline '" << name << "' for env " << spec.name

@@ -4,7 +4,6 @@
 #include <CoinPackedMatrix.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -23,7 +22,6 @@ namespace marlsched::geodc {
 // charged at the cheapest slot of the episode; queues have no capacity (no drops).
 BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Shard*> shards,
                           std::uint64_t world_seed, const std::vector<std::uint64_t>& shard_seeds) {
-  const auto t0 = std::chrono::steady_clock::now();
   const int n = static_cast<int>(shards.size());
   const int T = cfg.episode_slots;
   MARLSCHED_REQUIRE(n > 0 && static_cast<int>(shard_seeds.size()) == n &&
@@ -81,10 +79,8 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
   std::vector<CoinBigIndex> starts;
   std::vector<int> lengths, indices;
   std::vector<double> values, objective;
-  int jobs = 0;
   for (int origin = 0; origin < n; ++origin)
     for (const Job& j : arrivals[static_cast<std::size_t>(origin)]) {
-      ++jobs;
       const int d = j.duration;
       // A violation is counted inside the episode unless the job completes on time, whenever its
       // latest on-time start falls in the episode (T - 2 leaves the slot in which a forwarded
@@ -111,7 +107,6 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
           if (objective.size() >= kMaxColumns) {
             BoundResult too_large;
             too_large.utility = std::numeric_limits<double>::quiet_NaN();
-            too_large.jobs = jobs;
             too_large.columns = static_cast<int>(objective.size());
             return too_large;
           }
@@ -129,8 +124,6 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
       ++row;
     }
   BoundResult r;
-  r.jobs = jobs;
-  r.rows = row;
   r.columns = static_cast<int>(objective.size());
   if (objective.empty()) {
     r.utility = constant;
@@ -153,7 +146,6 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
   MARLSCHED_CHECK(lp.isProvenOptimal(),
                   "the oracle LP was not solved to optimality (CLP status " << lp.status() << ")");
   r.utility = constant + lp.objectiveValue();
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 

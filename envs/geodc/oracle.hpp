@@ -16,8 +16,7 @@ struct BoundResult {
   /// The bound on the episode's utility (sum of every agent's rewards); NaN when the LP would
   /// exceed four million columns (hundreds of sites that can each reach every other).
   double utility = 0;
-  int jobs = 0, columns = 0, rows = 0;
-  double seconds = 0;  ///< solver time
+  int columns = 0;  ///< of the LP (where it gave up, when too large)
 };
 
 /// Solves the relaxation for the episode that `shards` (one per agent, in agent order) start with

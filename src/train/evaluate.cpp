@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/stats.hpp"
 #include "train/world.hpp"
 
 namespace marlsched {
@@ -23,7 +24,7 @@ EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& co
   EvalRow row;
   row.policy = policy.name();
   row.components.assign(static_cast<std::size_t>(nc), 0.0);
-  std::vector<double> returns;
+  std::vector<double>& returns = row.returns;
   double util_sum = 0, util_n = 0;
   world.reset();
   std::vector<int> actions;
@@ -48,13 +49,8 @@ EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& co
     for (double v : ep_ret) returns.push_back(v);
   }
   row.episodes = static_cast<int>(returns.size());
-  row.returns = returns;
-  double m = 0, m2 = 0;
-  for (double v : returns) m += v;
-  m /= row.episodes;
-  for (double v : returns) m2 += (v - m) * (v - m);
-  row.utility = m;
-  row.utility_sd = row.episodes > 1 ? std::sqrt(m2 / (row.episodes - 1)) : 0.0;
+  row.utility = stats::mean(returns);
+  row.utility_sd = stats::sd(returns);
   for (auto& c : row.components) c /= row.episodes;
   row.utilization = util_n > 0 ? util_sum / util_n : 0.0;
   row.metrics = factory.summarize(world.global_counters());

@@ -24,6 +24,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/serialize.hpp"
+#include "core/stats.hpp"
 #include "dist/watchdog.hpp"
 #include "io/tensorboard.hpp"
 #include "train/checkpoint.hpp"
@@ -608,7 +609,7 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
     if (static_cast<int>(bound.returns.size()) == n_ep) {
       bound.policy = "oracle-bound";
       bound.episodes = n_ep;
-      for (double v : bound.returns) bound.utility += v / n_ep;
+      bound.utility = stats::mean(bound.returns);
       for (auto& row : rows)
         row.metrics.push_back(
             {"oracle_gap_pct", 100.0 * (bound.utility - row.utility) / std::abs(bound.utility)});
