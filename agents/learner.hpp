@@ -48,6 +48,10 @@ class Learner : public Policy {
   /// Learns from what was recorded since the last update; `last` are the global observations
   /// after the final step. A collective: every rank calls it.
   virtual UpdateStats update(const PolicyInput& last) = 0;
+  /// Common random numbers: the world runs copies c and c' of one rank the same episodes when
+  /// c / common_episodes() == c' / common_episodes() (ES's antithetic pairs); 1: every copy its
+  /// own.
+  virtual int common_episodes() const { return 1; }
   /// Names of UpdateStats::values, fixed for the learner's lifetime.
   virtual const std::vector<StatName>& stat_names() const = 0;
   /// Saves/loads this rank's networks, optimiser state and RNGs (checkpoint and model files).

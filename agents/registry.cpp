@@ -32,7 +32,7 @@ struct LearnerEntry {
   std::string name;
   std::function<void(const LearnerConfigs&)> validate;
   std::function<void(const LearnerConfigs&, const EnvSpec&)> check_env;  // after validate
-  std::function<int(const LearnerConfigs&)> rollout_steps;
+  std::function<int(const LearnerConfigs&, const EnvSpec&)> rollout_steps;
   std::function<double(const LearnerConfigs&)> team_reward;
   std::function<bool(const LearnerConfigs&)> shared;
   std::function<std::unique_ptr<Learner>(const LearnerConfigs&, const EnvSpec&, const dist::Comm&,
@@ -72,7 +72,7 @@ LearnerEntry mappo_family(const std::string& name, bool central_critic) {
                                              "own actor's input); use --algo mappo");
           },
           [](const LearnerConfigs& c, const EnvSpec& spec) { c.mappo.check_env(spec); },
-          [](const LearnerConfigs& c) { return c.mappo.rollout_steps; },
+          [](const LearnerConfigs& c, const EnvSpec&) { return c.mappo.rollout_steps; },
           [](const LearnerConfigs& c) { return c.mappo.team_reward; },
           [](const LearnerConfigs& c) { return c.mappo.share_actor; },
           [central_critic](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm,
@@ -91,7 +91,7 @@ LearnerEntry actor_critic_off_policy(const std::string& name, bool maddpg) {
   return {name,
           [](const LearnerConfigs& c) { c.masac.validate(); },
           [](const LearnerConfigs&, const EnvSpec&) {},
-          [](const LearnerConfigs& c) { return c.masac.rollout_steps; },
+          [](const LearnerConfigs& c, const EnvSpec&) { return c.masac.rollout_steps; },
           [](const LearnerConfigs& c) { return c.masac.team_reward; },
           [](const LearnerConfigs&) { return true; },
           [maddpg](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n,
@@ -115,7 +115,7 @@ const std::vector<LearnerEntry>& table() {
       mappo_family("ippo", false),
       {"dqn", [](const LearnerConfigs& c) { c.dqn.validate(); },
        [](const LearnerConfigs&, const EnvSpec&) {},
-       [](const LearnerConfigs& c) { return c.dqn.rollout_steps; },
+       [](const LearnerConfigs& c, const EnvSpec&) { return c.dqn.rollout_steps; },
        [](const LearnerConfigs& c) { return c.dqn.team_reward; },
        [](const LearnerConfigs& c) { return c.dqn.share; },
        [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
@@ -145,7 +145,7 @@ const std::vector<LearnerEntry>& table() {
                                                << spec.long_every << " steps");
          c.tsdqn.short_subset(spec);
        },
-       [](const LearnerConfigs& c) { return c.dqn.rollout_steps; },
+       [](const LearnerConfigs& c, const EnvSpec&) { return c.dqn.rollout_steps; },
        [](const LearnerConfigs& c) { return c.dqn.team_reward; },
        [](const LearnerConfigs& c) { return c.dqn.share; },
        [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
@@ -160,6 +160,21 @@ const std::vector<LearnerEntry>& table() {
        }},
       actor_critic_off_policy("masac", false),
       actor_critic_off_policy("maddpg", true),
+      {"es", [](const LearnerConfigs& c) { c.es.validate(); },
+       [](const LearnerConfigs& c, const EnvSpec& spec) { c.es.check_env(spec); },
+       // One whole episode per copy per iteration.
+       [](const LearnerConfigs&, const EnvSpec& spec) { return spec.episode_length; },
+       // Its fitness sums the learner reward over every agent: the team return for any β.
+       [](const LearnerConfigs&) { return 1.0; }, [](const LearnerConfigs&) { return true; },
+       [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
+          int k, int copies, std::uint64_t seed) {
+         return std::make_unique<Es>(c.es, spec, comm, n, first, k, copies, seed);
+       },
+       [](const std::vector<const Learner*>& ranks, const std::string& path,
+          const std::string& metadata, bool with_critic) {
+         MARLSCHED_REQUIRE(!with_critic, "--critic: ES has no critic");
+         Es::export_torchscript(as<Es>(ranks), path, metadata);
+       }},
   };
   return t;
 }
@@ -193,8 +208,8 @@ void LearnerConfigs::check_env(const std::string& algo, const EnvSpec& spec) con
   entry(algo).check_env(*this, spec);
 }
 
-int LearnerConfigs::rollout_steps(const std::string& algo) const {
-  return entry(algo).rollout_steps(*this);
+int LearnerConfigs::rollout_steps(const std::string& algo, const EnvSpec& spec) const {
+  return entry(algo).rollout_steps(*this, spec);
 }
 
 double LearnerConfigs::team_reward(const std::string& algo) const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agents/dqn/dqn.hpp"
+#include "agents/es/es.hpp"
 #include "agents/learner.hpp"
 #include "agents/mappo/mappo.hpp"
 #include "agents/masac/masac.hpp"
@@ -21,6 +22,7 @@ struct LearnerConfigs {
   DqnConfig dqn;
   TsdqnConfig tsdqn;  ///< with `dqn` for its short head
   MasacConfig masac;
+  EsConfig es;
   std::string device = "cpu";  ///< --device, for every learner (nn::check_device)
   void bind(OptionBinder& b) {
     b.add("device", device,
@@ -30,14 +32,16 @@ struct LearnerConfigs {
     dqn.bind(b);
     tsdqn.bind(b);
     masac.bind(b);
+    es.bind(b);
   }
   /// Validates the named learner's options; throws ConfigError for an unknown name.
   void validate(const std::string& algo) const;
   /// Throws ConfigError when the named learner cannot act in an env of this spec (before any
   /// collective, so that the error is one clear line).
   void check_env(const std::string& algo, const EnvSpec& spec) const;
-  /// Environment steps per iteration, and β of the team reward, of the named learner.
-  int rollout_steps(const std::string& algo) const;
+  /// Environment steps per iteration in an env of this spec, and β of the team reward, of the
+  /// named learner.
+  int rollout_steps(const std::string& algo, const EnvSpec& spec) const;
   double team_reward(const std::string& algo) const;
   /// Whether the named learner keeps one network for all agents (else one per agent).
   bool shared(const std::string& algo) const;

@@ -32,7 +32,7 @@ void run_learner(benchmark::State& state, const std::string& algo) {
   cfg.dqn.warmup = cfg.dqn.batch;  // learn from the first rollout on
   auto learner =
       make_learner(algo, cfg, world.spec(), *g_comm, n, world.first_agent(), k, copies, 1);
-  const int T = cfg.rollout_steps(algo);
+  const int T = cfg.rollout_steps(algo, world.spec());
   world.reset();
   std::vector<int> actions;
   StepFeedback fb;

@@ -210,7 +210,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   const int n = world.num_agents(), e = world.copies(), k = world.local_agents();
   const int nc = static_cast<int>(spec.reward_components.size());
   auto agent = make_learner(run.algo, learners, spec, comm, n, world.first_agent(), k, e, run.seed);
-  const int T = learners.rollout_steps(run.algo);
+  world.set_common_episodes(agent->common_episodes());
+  const int T = learners.rollout_steps(run.algo, spec);
   const double beta = learners.team_reward(run.algo);
   check_env(run, spec);
   const bool team_targets = run.team_scope == "targets";

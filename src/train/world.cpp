@@ -52,11 +52,17 @@ std::uint64_t episode_shard_seed(std::uint64_t seed, int copy, std::uint64_t epi
       seed, {static_cast<std::uint64_t>(copy), episode, static_cast<std::uint64_t>(agent) + 1});
 }
 
+void World::set_common_episodes(int group) {
+  MARLSCHED_CHECK(group >= 1, "common episodes in groups of " << group);
+  group_ = group;
+}
+
 void World::reset_copy(int c) {
   const auto cu = static_cast<std::uint64_t>(c);
-  const std::uint64_t world_seed = episode_world_seed(seed_, c, episode_[cu]);
+  const int sc = c / group_;  // the copy whose episodes this one runs
+  const std::uint64_t world_seed = episode_world_seed(seed_, sc, episode_[cu]);
   for (int k = 0; k < k_; ++k)
-    shard(c, k).reset(world_seed, episode_shard_seed(seed_, c, episode_[cu], first_ + k));
+    shard(c, k).reset(world_seed, episode_shard_seed(seed_, sc, episode_[cu], first_ + k));
   episode_[cu] += 1;
   ep_step_[cu] = 0;
 }

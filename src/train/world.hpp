@@ -44,6 +44,10 @@ class World {
   int first_agent() const { return first_; }
   const dist::Comm& comm() const { return comm_; }
 
+  /// Copies c and c' run the same episodes (arrivals, traces: common random numbers) when
+  /// c / group == c' / group; 1 (the default): each copy its own. Set before reset().
+  void set_common_episodes(int group);
+
   /// Resets every copy (new episodes) and gathers the first observations.
   void reset();
   /// Applies local actions, indexed [copy * K + local agent], advances one slot, exchanges work,
@@ -99,6 +103,7 @@ class World {
   EnvSpec spec_;
   int k_, copies_, n_, first_, d_, c_;
   std::uint64_t seed_;
+  int group_ = 1;  // common episodes
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::uint64_t> episode_;
   std::vector<int> ep_step_;

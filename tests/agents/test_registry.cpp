@@ -9,10 +9,13 @@ using namespace marlsched;
 
 TEST(Registry, EveryLearnerIsOneRowOfTheTable) {
   const auto& names = learner_names();
-  for (const char* n : {"mappo", "ippo", "dqn", "tsdqn"})
+  for (const char* n : {"mappo", "ippo", "dqn", "tsdqn", "es"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   LearnerConfigs cfg;
   EXPECT_THROW(cfg.validate("nope"), ConfigError);
-  EXPECT_EQ(cfg.rollout_steps("ippo"), cfg.mappo.rollout_steps);
-  EXPECT_EQ(cfg.rollout_steps("tsdqn"), cfg.dqn.rollout_steps);
+  EnvSpec spec;
+  spec.episode_length = 96;
+  EXPECT_EQ(cfg.rollout_steps("ippo", spec), cfg.mappo.rollout_steps);
+  EXPECT_EQ(cfg.rollout_steps("tsdqn", spec), cfg.dqn.rollout_steps);
+  EXPECT_EQ(cfg.rollout_steps("es", spec), 96);  // one whole episode per iteration
 }

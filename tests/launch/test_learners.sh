@@ -34,8 +34,9 @@ learns mappo-groups --algo mappo --actor-groups 0,1,1,0 --iterations 40 --lr-act
 learns dqn --algo dqn --iterations 60
 learns masac --algo masac --iterations 60
 learns maddpg --algo maddpg --iterations 60
+learns es --algo es --iterations 400
 
-for algo in mappo ippo dqn masac maddpg; do
+for algo in mappo ippo dqn masac maddpg es; do
   rm -rf straight crashed
   kill_resume_matches "$algo" 1:7 "${COMMON[@]}" --algo "$algo" --iterations 10 --eval-episodes 1
   pass "$algo: killed at iteration 7 and resumed, the metrics equal the uninterrupted run's"

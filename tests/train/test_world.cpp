@@ -73,3 +73,31 @@ TEST(World, EpisodesEndTogetherAndResetWithTerminalObservations) {
   EXPECT_FLOAT_EQ(w.obs(0).row(0)[progress], 0.0f);           // new episode
   EXPECT_EQ(w.episode_step(0), 0);
 }
+
+TEST(World, CommonEpisodesGiveCopiesOfAGroupTheSameEpisodes) {
+  // ES's antithetic pairs: copies 2j and 2j+1 run the same arrivals and traces, episode after
+  // episode; the same actions then give the same rewards, other pairs other episodes.
+  auto comm = dist::Comm::world();
+  geodc::Config cfg;
+  cfg.episode_slots = 6;
+  auto factory = find_env("geodc").make_factory(cfg, kAgents);
+  World w(*factory, comm, kAgents / comm.size(), 4, 9);
+  w.set_common_episodes(2);
+  w.reset();
+  auto policy = make_heuristic("least-loaded", w.spec(), 0, comm.rank());
+  std::vector<int> actions;
+  double pair_gap = 0, other_gap = 0;
+  for (int step = 0; step < 3 * cfg.episode_slots; ++step) {
+    for (int a = 0; a < w.num_agents(); ++a)
+      for (int f = 0; f < w.spec().obs_dim(); ++f) {
+        EXPECT_EQ(w.obs(0).row(a)[f], w.obs(1).row(a)[f]) << "step " << step;
+        EXPECT_EQ(w.obs(2).row(a)[f], w.obs(3).row(a)[f]) << "step " << step;
+        other_gap += std::abs(w.obs(0).row(a)[f] - w.obs(2).row(a)[f]);
+      }
+    policy->act(w.policy_input(), actions);
+    w.step(actions);
+    for (int a = 0; a < w.num_agents(); ++a) pair_gap += std::abs(w.reward(0, a) - w.reward(1, a));
+  }
+  EXPECT_EQ(pair_gap, 0.0);
+  EXPECT_GT(other_gap, 0.0);
+}

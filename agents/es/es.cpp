@@ -1,0 +1,486 @@
+#include "agents/es/es.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include "agents/nn.hpp"
+#include "core/error.hpp"
+#include "core/file.hpp"
+#include "core/rng.hpp"
+#include "dist/grad.hpp"
+
+namespace marlsched {
+
+void EsConfig::bind(OptionBinder& b) {
+  b.group("Agent: ES (augmented random search with common random numbers)");
+  b.add("es-hidden", hidden, "hidden layer sizes of the policy (empty: linear, as ARS)");
+  b.add("es-lr", lr, "step size α");
+  b.add("es-sigma", sigma, "perturbation scale σ");
+  b.add("es-top", top, "share of the directions (largest paired differences) used per update");
+  b.add("es-normalize", normalize, "standardise inputs by running moments (ARS V2)");
+  b.add("es-init-scale", init_scale, "standard deviation of the initial output weights");
+}
+
+void EsConfig::validate() const {
+  for (int h : hidden) MARLSCHED_REQUIRE(h > 0, "--es-hidden sizes must be positive");
+  MARLSCHED_REQUIRE(lr > 0 && std::isfinite(lr), "--es-lr must be positive, got " << lr);
+  MARLSCHED_REQUIRE(sigma > 0 && std::isfinite(sigma),
+                    "--es-sigma must be positive, got " << sigma);
+  MARLSCHED_REQUIRE(top > 0 && top <= 1, "--es-top must be in (0, 1], got " << top);
+  MARLSCHED_REQUIRE(init_scale >= 0 && std::isfinite(init_scale),
+                    "--es-init-scale must be >= 0, got " << init_scale);
+}
+
+void EsConfig::check_env(const EnvSpec& spec) const {
+  MARLSCHED_REQUIRE(spec.episode_length > 0, "es runs whole episodes per iteration; env '"
+                                                 << spec.name
+                                                 << "' declares no fixed episode length");
+}
+
+namespace {
+constexpr std::uint64_t kEsStream = 0xE5;
+}  // namespace
+
+struct Es::Impl {
+  EsConfig cfg;
+  const dist::Comm& comm;
+  int n, first, k, e, d, pub, in, na;
+  std::uint64_t seed;
+  std::vector<int> sizes;        // in, hidden..., na
+  std::vector<float> theta;      // per layer: weight [out][in] row-major, then bias [out]
+  std::vector<double> moments;   // count, sum[in], sum of squares[in] over every visited input
+  std::vector<double> pending;   // the same for this iteration (this rank)
+  std::vector<float> mu, sd;     // frozen normalisation
+  std::vector<float> noise;      // [pairs][P]: this iteration's directions
+  std::vector<float> perturbed;  // [copies][P]
+  bool ready = false, training = false;
+  std::int64_t iteration = 0;
+  std::vector<double> fitness;
+  std::vector<char> finished;
+  std::vector<float> logp, values, x, xn, h0, h1;
+
+  Impl(const EsConfig& c, const dist::Comm& cm, const EnvSpec& spec, int n_, int first_, int k_,
+       int e_, std::uint64_t s)
+      : cfg(c),
+        comm(cm),
+        n(n_),
+        first(first_),
+        k(k_),
+        e(e_),
+        d(spec.obs_dim()),
+        pub(spec.num_public),
+        in(nn::agent_input_dim(spec, n_)),
+        na(spec.num_actions()),
+        seed(s) {
+    sizes.push_back(in);
+    for (int h : cfg.hidden) sizes.push_back(h);
+    sizes.push_back(na);
+    std::size_t p = 0;
+    for (std::size_t l = 0; l + 1 < sizes.size(); ++l)
+      p += static_cast<std::size_t>(sizes[l + 1]) * static_cast<std::size_t>(sizes[l] + 1);
+    theta.assign(p, 0.f);
+    // Hidden layers N(0, 1/fan-in) (unit-scale pre-activations for standardised inputs); the
+    // output layer N(0, init_scale²), so that the first policies are near-uniform mixtures of
+    // the actions' directions; biases 0. Every rank draws the same θ from the run's seed.
+    Rng init(derive_seed(seed, {kEsStream, 0x1417}));
+    std::size_t off = 0;
+    for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
+      const int fan_in = sizes[l], out = sizes[l + 1];
+      const double scale = l + 2 == sizes.size() ? cfg.init_scale : 1.0 / std::sqrt(fan_in);
+      for (int i = 0; i < out * fan_in; ++i)
+        theta[off + static_cast<std::size_t>(i)] = static_cast<float>(scale * init.normal());
+      off += static_cast<std::size_t>(out) * static_cast<std::size_t>(fan_in + 1);
+    }
+    moments.assign(static_cast<std::size_t>(1 + 2 * in), 0.0);
+    pending = moments;
+    mu.assign(static_cast<std::size_t>(in), 0.f);
+    sd.assign(static_cast<std::size_t>(in), 1.f);
+    fitness.assign(static_cast<std::size_t>(e), 0.0);
+    finished.assign(static_cast<std::size_t>(e), 0);
+    x.resize(static_cast<std::size_t>(in));
+    xn.resize(x.size());
+    int widest = na;
+    for (int s2 : sizes) widest = std::max(widest, s2);
+    h0.resize(static_cast<std::size_t>(widest));
+    h1.resize(h0.size());
+  }
+
+  std::size_t params() const { return theta.size(); }
+  int pairs() const { return e / 2; }
+
+  /// Logits of the network with parameters `w` for the standardised input `xi`, into `out`
+  /// (tanh hidden layers, linear output).
+  void forward(const float* w, const float* xi, float* out) {
+    const float* src = xi;
+    for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
+      const int fi = sizes[l], fo = sizes[l + 1];
+      const bool last = l + 2 == sizes.size();
+      float* dst = last ? out : (src == h0.data() ? h1.data() : h0.data());
+      const float* b = w + static_cast<std::size_t>(fo) * static_cast<std::size_t>(fi);
+      for (int o = 0; o < fo; ++o) {
+        const float* row = w + static_cast<std::size_t>(o) * static_cast<std::size_t>(fi);
+        float acc = b[o];
+        for (int i = 0; i < fi; ++i) acc += row[i] * src[i];
+        dst[o] = last ? acc : std::tanh(acc);
+      }
+      w = b + fo;
+      src = dst;
+    }
+  }
+
+  /// Standardises x into xn with the frozen moments.
+  void standardise() {
+    for (int i = 0; i < in; ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      xn[u] = cfg.normalize ? (x[u] - mu[u]) / sd[u] : x[u];
+    }
+  }
+
+  /// Draws this iteration's directions (the same on every rank) and the copies' parameters.
+  void perturb() {
+    const std::size_t p = params();
+    noise.resize(static_cast<std::size_t>(pairs()) * p);
+    perturbed.resize(static_cast<std::size_t>(e) * p);
+    for (int j = 0; j < pairs(); ++j) {
+      Rng r(derive_seed(
+          seed, {kEsStream, static_cast<std::uint64_t>(iteration), static_cast<std::uint64_t>(j)}));
+      float* eps = noise.data() + static_cast<std::size_t>(j) * p;
+      float* plus = perturbed.data() + static_cast<std::size_t>(2 * j) * p;
+      float* minus = plus + p;
+      for (std::size_t i = 0; i < p; ++i) {
+        eps[i] = static_cast<float>(r.normal());
+        const float step = static_cast<float>(cfg.sigma) * eps[i];
+        plus[i] = theta[i] + step;
+        minus[i] = theta[i] - step;
+      }
+    }
+    ready = true;
+  }
+
+  /// Recomputes μ and s from the accumulated moments (s = 1 where an input never varied).
+  void refresh_normalisation() {
+    const double cnt = moments[0];
+    if (cnt < 2) return;
+    for (int i = 0; i < in; ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      const double m = moments[1 + u] / cnt;
+      const double var = std::max(0.0, moments[1 + static_cast<std::size_t>(in) + u] / cnt - m * m);
+      const double s = std::sqrt(var);
+      mu[u] = static_cast<float>(m);
+      sd[u] = s > 1e-6 ? static_cast<float>(s) : 1.f;
+    }
+  }
+};
+
+Es::Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
+       int first_agent, int local_agents, int copies, std::uint64_t seed) {
+  cfg.validate();
+  cfg.check_env(spec);
+  MARLSCHED_REQUIRE(copies >= 2 && copies % 2 == 0,
+                    "es runs antithetic pairs of env copies: --envs-per-rank must be even and "
+                    ">= 2, got "
+                        << copies);
+  impl_ =
+      std::make_unique<Impl>(cfg, comm, spec, num_agents, first_agent, local_agents, copies, seed);
+}
+
+Es::~Es() = default;
+
+void Es::act(const PolicyInput& in, std::vector<int>& actions) {
+  auto& m = *impl_;
+  const bool train = m.training;
+  MARLSCHED_CHECK(!train || in.copies == m.e,
+                  "es trains on " << m.e << " env copies, got " << in.copies);
+  if (train && !m.ready) m.perturb();
+  const auto rows = static_cast<std::size_t>(in.copies * m.k);
+  actions.resize(rows);
+  m.logp.assign(rows, 0.f);
+  m.values.assign(rows, std::nanf(""));
+  std::vector<float> out(static_cast<std::size_t>(m.na));
+  const std::size_t p = m.params();
+  for (int c = 0; c < in.copies; ++c) {
+    const float* w = train ? m.perturbed.data() + static_cast<std::size_t>(c) * p : m.theta.data();
+    const bool count = train && !m.finished[static_cast<std::size_t>(c)];
+    for (int kk = 0; kk < m.k; ++kk) {
+      nn::agent_input(in.global[static_cast<std::size_t>(c)], m.pub, m.first + kk, m.x.data());
+      if (count) {
+        m.pending[0] += 1;
+        for (int i = 0; i < m.in; ++i) {
+          const double v = m.x[static_cast<std::size_t>(i)];
+          m.pending[1 + static_cast<std::size_t>(i)] += v;
+          m.pending[1 + static_cast<std::size_t>(m.in + i)] += v * v;
+        }
+      }
+      m.standardise();
+      m.forward(w, m.xn.data(), out.data());
+      actions[static_cast<std::size_t>(c * m.k + kk)] =
+          static_cast<int>(std::max_element(out.begin(), out.end()) - out.begin());
+    }
+  }
+}
+
+void Es::set_training(bool training) {
+  impl_->training = training;
+}
+
+const std::vector<float>& Es::last_log_probs() const {
+  return impl_->logp;
+}
+
+const std::vector<float>& Es::last_values() const {
+  return impl_->values;
+}
+
+void Es::record(const StepFeedback& fb) {
+  auto& m = *impl_;
+  for (int c = 0; c < m.e; ++c) {
+    const auto cu = static_cast<std::size_t>(c);
+    if (m.finished[cu]) continue;  // the pair's episode is over; later steps start another
+    for (int kk = 0; kk < m.k; ++kk)
+      m.fitness[cu] += fb.reward[cu * static_cast<std::size_t>(m.k) + static_cast<std::size_t>(kk)];
+    if (fb.done[cu]) m.finished[cu] = 1;
+  }
+}
+
+UpdateStats Es::update(const PolicyInput&) {
+  auto& m = *impl_;
+  UpdateStats st;
+  const double t0 = nn::now();
+  if (!m.ready) m.perturb();  // an iteration without a step (no act) still has directions
+  // One allreduce: every copy's return (summed over the ranks' agents) and the input moments.
+  std::vector<double> buf(m.fitness);
+  buf.insert(buf.end(), m.pending.begin(), m.pending.end());
+  const double r0 = nn::now();
+  m.comm.allreduce_sum(buf.data(), static_cast<int>(buf.size()));
+  st.time_allreduce = nn::now() - r0;
+  const int P = m.pairs();
+  std::vector<double> F(buf.begin(), buf.begin() + m.e);
+  for (std::size_t i = 0; i < m.pending.size(); ++i)
+    m.moments[i] += buf[static_cast<std::size_t>(m.e) + i];
+
+  std::vector<double> d(static_cast<std::size_t>(P));
+  int nonzero = 0;
+  for (int j = 0; j < P; ++j) {
+    d[static_cast<std::size_t>(j)] =
+        F[static_cast<std::size_t>(2 * j)] - F[static_cast<std::size_t>(2 * j + 1)];
+    nonzero += d[static_cast<std::size_t>(j)] != 0.0 ? 1 : 0;
+  }
+  // ARS's top-b by the paired difference; ties broken by index (stable), so every rank agrees.
+  const int b = std::max(1, static_cast<int>(std::ceil(m.cfg.top * P)));
+  std::vector<int> order(static_cast<std::size_t>(P));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int c) {
+    return std::abs(d[static_cast<std::size_t>(a)]) > std::abs(d[static_cast<std::size_t>(c)]);
+  });
+  order.resize(static_cast<std::size_t>(b));
+  double mean = 0, sq = 0;
+  for (int j : order) mean += d[static_cast<std::size_t>(j)] / b;
+  for (int j : order)
+    sq += (d[static_cast<std::size_t>(j)] - mean) * (d[static_cast<std::size_t>(j)] - mean);
+  // The spread of the used differences around zero would count a consistent direction as
+  // noise-free; ARS scales by the returns' standard deviation, here that of the differences.
+  const double dsd = std::sqrt(sq / b);
+  double step_sq = 0;
+  const std::size_t p = m.params();
+  if (dsd > 0) {
+    std::vector<double> step(p, 0.0);
+    for (int j : order) {
+      const double w = m.cfg.lr * d[static_cast<std::size_t>(j)] / (b * dsd);
+      const float* eps = m.noise.data() + static_cast<std::size_t>(j) * p;
+      for (std::size_t i = 0; i < p; ++i) step[i] += w * eps[i];
+    }
+    for (std::size_t i = 0; i < p; ++i) {
+      m.theta[i] += static_cast<float>(step[i]);
+      step_sq += step[i] * step[i];
+    }
+  }
+  if (m.cfg.normalize) m.refresh_normalisation();
+
+  double fmean = 0, fmax = F.empty() ? 0 : F[0];
+  for (double f : F) {
+    fmean += f / m.e;
+    fmax = std::max(fmax, f);
+  }
+  st.values = {fmean, fmax, dsd, static_cast<double>(nonzero) / P, std::sqrt(step_sq)};
+  m.iteration += 1;
+  m.ready = false;
+  std::fill(m.fitness.begin(), m.fitness.end(), 0.0);
+  std::fill(m.finished.begin(), m.finished.end(), 0);
+  std::fill(m.pending.begin(), m.pending.end(), 0.0);
+  st.time_forward_backward = nn::now() - t0 - st.time_allreduce;
+  return st;
+}
+
+const std::vector<StatName>& Es::stat_names() const {
+  static const std::vector<StatName> names = {{"return_mean", "es/return_mean"},
+                                              {"return_max", "es/return_max"},
+                                              {"diff_sd", "es/diff_sd"},
+                                              {"diff_nonzero", "es/diff_nonzero"},
+                                              {"step_norm", "es/step_norm"}};
+  return names;
+}
+
+namespace {
+torch::Tensor float_tensor(const std::vector<float>& v) {
+  return torch::from_blob(const_cast<float*>(v.data()), {static_cast<std::int64_t>(v.size())},
+                          torch::kFloat32)
+      .clone();
+}
+}  // namespace
+
+void Es::save(const std::string& path) const {
+  const auto& m = *impl_;
+  torch::serialize::OutputArchive ar;
+  std::vector<std::int64_t> meta = {m.n, m.in, m.na, m.cfg.normalize ? 1 : 0};
+  for (int h : m.cfg.hidden) meta.push_back(h);
+  ar.write("es_meta", torch::tensor(meta));
+  ar.write("iteration", torch::tensor({m.iteration}));
+  ar.write("theta", float_tensor(m.theta));
+  ar.write("moments",
+           torch::from_blob(const_cast<double*>(m.moments.data()),
+                            {static_cast<std::int64_t>(m.moments.size())}, torch::kFloat64)
+               .clone());
+  std::ostringstream bytes;
+  ar.save_to(bytes);
+  write_file(path, bytes.str());
+}
+
+void Es::load(const std::string& path) {
+  try {
+    load_impl(path);
+  } catch (const c10::Error&) {
+    MARLSCHED_THROW(InputError,
+                    "cannot read model '" << path << "': corrupted or not a marlsched ES model");
+  }
+}
+
+void Es::load_impl(const std::string& path) {
+  auto& m = *impl_;
+  std::ifstream in(path, std::ios::binary);
+  MARLSCHED_REQUIRE_INPUT(static_cast<bool>(in), "cannot read model '" << path << "'");
+  torch::serialize::InputArchive ar;
+  torch::Tensor meta;
+  try {
+    ar.load_from(in);
+    ar.read("es_meta", meta);
+  } catch (const c10::Error&) {
+    MARLSCHED_THROW(InputError, "cannot read model '"
+                                    << path
+                                    << "': not a marlsched ES model (trained by another "
+                                       "algorithm, or not a model file)");
+  }
+  std::vector<std::int64_t> want = {m.n, m.in, m.na, m.cfg.normalize ? 1 : 0};
+  for (int h : m.cfg.hidden) want.push_back(h);
+  meta = meta.contiguous();
+  MARLSCHED_REQUIRE(meta.numel() == static_cast<std::int64_t>(want.size()) &&
+                        std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
+                    "model '" << path
+                              << "' was trained with a different layout (agents, observation or "
+                                 "action space, --es-hidden or --es-normalize)");
+  torch::Tensor it, th, mo;
+  ar.read("iteration", it);
+  ar.read("theta", th);
+  ar.read("moments", mo);
+  th = th.contiguous();
+  mo = mo.contiguous();
+  MARLSCHED_REQUIRE(th.numel() == static_cast<std::int64_t>(m.theta.size()) &&
+                        mo.numel() == static_cast<std::int64_t>(m.moments.size()),
+                    "model '" << path << "': parameter sizes do not match its layout");
+  m.iteration = it.item<std::int64_t>();
+  std::copy(th.data_ptr<float>(), th.data_ptr<float>() + th.numel(), m.theta.begin());
+  std::copy(mo.data_ptr<double>(), mo.data_ptr<double>() + mo.numel(), m.moments.begin());
+  for (float v : m.theta)
+    MARLSCHED_REQUIRE(std::isfinite(v), "model '" << path << "' holds a non-finite parameter");
+  m.refresh_normalisation();
+  m.ready = false;
+}
+
+bool Es::shared_parameters_identical() const {
+  auto& m = *impl_;
+  const auto t = torch::from_blob(m.theta.data(), {static_cast<std::int64_t>(m.theta.size())},
+                                  torch::kFloat32);
+  return dist::parameters_identical({t}, m.comm);
+}
+
+std::uint64_t Es::shared_parameter_digest() const {
+  auto& m = *impl_;
+  const auto t = torch::from_blob(m.theta.data(), {static_cast<std::int64_t>(m.theta.size())},
+                                  torch::kFloat32);
+  return dist::parameter_digest({t});
+}
+
+std::vector<float> Es::logits(const GlobalObs& g, int local_agent) const {
+  auto& m = *impl_;
+  nn::agent_input(g, m.pub, m.first + local_agent, m.x.data());
+  m.standardise();
+  std::vector<float> out(static_cast<std::size_t>(m.na));
+  m.forward(m.theta.data(), m.xn.data(), out.data());
+  return out;
+}
+
+std::int64_t Es::parameter_count() const {
+  return static_cast<std::int64_t>(impl_->params());
+}
+
+void Es::export_torchscript(const std::vector<const Es*>& ranks, const std::string& path,
+                            const std::string& metadata) {
+  MARLSCHED_CHECK(!ranks.empty(), "no learner to export");
+  const Impl& m = *ranks.front()->impl_;
+  // The network with the standardisation folded into its first layer:
+  // W (x − μ) / s + b = (W / s) x + (b − W μ / s).
+  nn::Mlp net(m.in, m.cfg.hidden, m.na, 1.0);
+  {
+    torch::NoGradGuard g;
+    std::size_t off = 0;
+    std::vector<torch::nn::Linear> layers = net->layers;
+    layers.push_back(net->head);
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      const int fi = m.sizes[l], fo = m.sizes[l + 1];
+      auto w = torch::empty({fo, fi}, torch::kFloat64);
+      auto b = torch::empty({fo}, torch::kFloat64);
+      auto wa = w.accessor<double, 2>();
+      auto ba = b.accessor<double, 1>();
+      for (int o = 0; o < fo; ++o) {
+        double bias = m.theta[off + static_cast<std::size_t>(fo * fi + o)];
+        for (int i = 0; i < fi; ++i) {
+          double v = m.theta[off + static_cast<std::size_t>(o * fi + i)];
+          if (l == 0 && m.cfg.normalize) {
+            v /= m.sd[static_cast<std::size_t>(i)];
+            bias -= v * m.mu[static_cast<std::size_t>(i)];
+          }
+          wa[o][i] = v;
+        }
+        ba[o] = bias;
+      }
+      layers[l]->weight.copy_(w.to(torch::kFloat32));
+      layers[l]->bias.copy_(b.to(torch::kFloat32));
+      off += static_cast<std::size_t>(fo) * static_cast<std::size_t>(fi + 1);
+    }
+  }
+  auto mod = nn::policy_module(m.n, m.d, m.pub, m.na, metadata);
+  std::ostringstream src;
+  src << nn::script_agent_input() << nn::script_logits_head()
+      << nn::script_mlp(mod, "pi", net, "    ") << "    return out\n"
+      << R"(
+def probs(self, obs: Tensor, agent: int) -> Tensor:
+    single = obs.dim() == 2
+    x = obs.unsqueeze(0) if single else obs
+    v = self.logits(x, agent)
+    p = torch.zeros_like(v).scatter(-1, torch.argmax(v, -1, keepdim=True), 1.0)
+    return p[0] if single else p
+
+def forward(self, obs: Tensor, agent: int, deterministic: bool = False) -> Tuple[Tensor, Tensor]:
+    p = self.probs(obs, agent)
+    return p, torch.argmax(p, -1)
+)";
+  mod.define(src.str());
+  mod.eval();
+  std::ostringstream bytes;
+  mod.save(bytes);
+  write_file_atomic(path, bytes.str());
+}
+
+}  // namespace marlsched

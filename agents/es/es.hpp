@@ -1,0 +1,101 @@
+#pragma once
+/// \file es.hpp
+/// Evolution strategies with common random numbers ("es"): Augmented Random Search (Mania,
+/// Guy and Recht, "Simple random search of static linear policies is competitive for
+/// reinforcement learning", NeurIPS 2018) over the same shared, decentralized actor input as
+/// MAPPO, with the MPI layout of Salimans et al. ("Evolution Strategies as a Scalable
+/// Alternative to Reinforcement Learning", 2017): no gradient, no critic, one deterministic
+/// policy per world.
+///
+/// * Policy: logits = net((x − μ) / s), action = argmax (deterministic, as evaluated); x is the
+///   agent's input (own observation, every site's public fields, one-hot agent id), μ and s the
+///   running mean and standard deviation of every input the training rollouts visited (ARS's V2
+///   normalisation, frozen within an iteration). The net is linear by default (--es-hidden empty,
+///   ARS's static linear policy) or a tanh MLP. One parameter vector θ serves every agent.
+/// * Population = the env copies: each iteration draws P = copies / 2 directions ε_j ~ N(0, I)
+///   from a seed that every rank derives alike (no parameters travel); copy 2j runs θ + σε_j,
+///   copy 2j+1 runs θ − σε_j, for one whole episode each (an iteration is one episode: the
+///   rollout is the env's episode length).
+/// * Common random numbers: the two copies of pair j run the same episode (same arrivals, same
+///   traces: Learner::common_episodes() = 2 asks the world for it), so the difference of their
+///   returns, d_j = F(θ + σε_j) − F(θ − σε_j), measures the perturbation and not the episode.
+///   F is the episode's sum over every agent of the learner reward (the team return). Episodes
+///   differ across pairs and iterations.
+/// * Update: θ ← θ + α / (b · sd(d)) · Σ_{j ∈ top b} d_j ε_j, the b = ⌈top · P⌉ directions
+///   with the largest |d_j| (ARS's top-b, ranked by the paired difference instead of the
+///   better return, which common random numbers make comparable across pairs). Every rank
+///   computes the same step from the same allreduced returns, so θ stays bitwise identical.
+/// Statistics: return_mean and return_max (F over the population), diff_sd (sd of the used
+/// d_j), diff_nonzero (share of pairs whose two policies scored differently: the rest saw no
+/// decision change), step_norm (|Δθ|).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agents/learner.hpp"
+#include "core/options.hpp"
+#include "dist/comm.hpp"
+
+namespace marlsched {
+
+struct EsConfig {
+  std::vector<int> hidden;  ///< empty: a linear policy (ARS)
+  double lr = 0.02;         ///< α
+  double sigma = 0.05;      ///< σ, the perturbation's scale
+  double top = 1.0;         ///< share of directions used per update (ARS's b / N)
+  bool normalize = true;    ///< inputs standardised by running moments (ARS V2)
+  /// Standard deviation of the initial output-layer weights (hidden layers: 1/√fan-in; biases 0).
+  double init_scale = 0.01;
+
+  void bind(OptionBinder& b);
+  void validate() const;
+  /// What the env must offer: whole episodes of a fixed length; throws ConfigError.
+  void check_env(const EnvSpec& spec) const;
+};
+
+class Es final : public Learner {
+ public:
+  /// `copies` must be even (antithetic pairs): ConfigError otherwise.
+  Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
+     int first_agent, int local_agents, int copies, std::uint64_t seed);
+  ~Es() override;
+
+  std::string name() const override { return "es"; }
+  /// Greedy actions; in training mode copy c acts with its perturbed parameters.
+  void act(const PolicyInput& in, std::vector<int>& actions) override;
+  void set_training(bool training) override;
+  void set_deterministic(bool) override {}  ///< always deterministic
+  /// 0: the policy is deterministic.
+  const std::vector<float>& last_log_probs() const override;
+  /// NaN: ES has no value estimate.
+  const std::vector<float>& last_values() const override;
+  void record(const StepFeedback& fb) override;
+  UpdateStats update(const PolicyInput& last) override;
+  const std::vector<StatName>& stat_names() const override;
+  int common_episodes() const override { return 2; }
+  /// θ, the input moments, the iteration count.
+  void save(const std::string& path) const override;
+  void load(const std::string& path) override;
+  bool shared_parameters_identical() const override;
+  std::uint64_t shared_parameter_digest() const override;
+
+  /// Logits of local agent k for one world's global observations with the unperturbed θ.
+  std::vector<float> logits(const GlobalObs& g, int local_agent) const;
+  /// Number of parameters in θ.
+  std::int64_t parameter_count() const;
+
+  /// Writes the policy as one TorchScript module (the calling convention of
+  /// Mappo::export_torchscript): logits(obs, agent) with the input normalisation folded into the
+  /// first layer, probs() the one-hot greedy action.
+  static void export_torchscript(const std::vector<const Es*>& ranks, const std::string& path,
+                                 const std::string& metadata);
+
+ private:
+  void load_impl(const std::string& path);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace marlsched

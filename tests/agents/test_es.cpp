@@ -1,0 +1,221 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "agents/es/es.hpp"
+#include "agents/exported/torchscript_policy.hpp"
+#include "agents/registry.hpp"
+#include "bandit.hpp"
+#include "core/rng.hpp"
+#include "test_util.hpp"
+
+using namespace marlsched;
+
+namespace {
+using test::Bandit;
+
+/// `copies` copies of one bandit context (the common episodes that ES's pairs need).
+PolicyInput copies_input(const EnvSpec& spec, std::vector<float>& obs, int copies) {
+  PolicyInput in = test::one_copy_input(spec, obs);
+  in.copies = copies;
+  in.global.assign(static_cast<std::size_t>(copies), in.global[0]);
+  in.episode_step.assign(static_cast<std::size_t>(copies), 0);
+  return in;
+}
+
+/// Trains `l` on the bandit for `iterations` episodes of 8 steps on `copies` copies, which all
+/// see the same contexts (as the world's common episodes give each pair); `t` drives the
+/// contexts across calls.
+void train_es(Learner& l, Bandit& b, int copies, int iterations, int& t) {
+  std::vector<int> a;
+  StepFeedback fb;
+  fb.reward.assign(static_cast<std::size_t>(copies), 0.f);
+  fb.done.assign(static_cast<std::size_t>(copies), 0);
+  fb.truncated.assign(static_cast<std::size_t>(copies), 0);
+  std::vector<float> terminal(2);
+  for (int it = 0; it < iterations; ++it) {
+    l.set_training(true);
+    for (int s = 0; s < 8; ++s, ++t) {
+      l.act(copies_input(b.spec, b.obs, copies), a);
+      for (int c = 0; c < copies; ++c)
+        fb.reward[static_cast<std::size_t>(c)] =
+            a[static_cast<std::size_t>(c)] == b.best() ? 1.f : 0.f;
+      b.obs[0] = (t * 7 + 3) % 5 < 2 ? 1.f : -1.f;
+      const char end = s == 7 ? 1 : 0;
+      std::fill(fb.done.begin(), fb.done.end(), end);
+      std::fill(fb.truncated.begin(), fb.truncated.end(), end);
+      terminal = b.obs;
+      fb.terminal.assign(static_cast<std::size_t>(copies), GlobalObs{terminal.data(), 1, 2});
+      l.record(fb);
+    }
+    const auto st = l.update(b.input());
+    ASSERT_EQ(st.values.size(), l.stat_names().size());
+  }
+}
+
+int greedy(Learner& l, Bandit& b, float x) {
+  l.set_training(false);
+  b.obs[0] = x;
+  std::vector<int> a;
+  l.act(b.input(), a);
+  return a[0];
+}
+
+EsConfig small() {
+  EsConfig c;
+  c.lr = 0.05;
+  c.sigma = 0.1;
+  return c;
+}
+}  // namespace
+
+TEST(Es, LearnsAContextualBanditFromAntitheticPairs) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  Bandit b;
+  Es l(small(), b.spec, self, 1, 0, 1, 8, 7);
+  EXPECT_EQ(l.common_episodes(), 2);
+  EXPECT_EQ(l.parameter_count(), (2 + 1 + 1 + 1) * 3);  // linear: (obs, public, id, bias) x 3
+  int t = 0;
+  train_es(l, b, 8, 60, t);
+  EXPECT_EQ(greedy(l, b, 1.f), 1);
+  EXPECT_EQ(greedy(l, b, -1.f), 2);
+  // Deterministic: log-probabilities are 0, and there is no value estimate.
+  EXPECT_EQ(l.last_log_probs()[0], 0.f);
+  EXPECT_TRUE(std::isnan(l.last_values()[0]));
+}
+
+TEST(Es, AnMlpPolicyLearnsItToo) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  Bandit b;
+  EsConfig c = small();
+  c.hidden = {8};
+  Es l(c, b.spec, self, 1, 0, 1, 8, 3);
+  EXPECT_EQ(l.parameter_count(), 8 * (4 + 1) + 3 * (8 + 1));
+  int t = 0;
+  train_es(l, b, 8, 80, t);
+  EXPECT_EQ(greedy(l, b, 1.f), 1);
+  EXPECT_EQ(greedy(l, b, -1.f), 2);
+}
+
+TEST(Es, EqualReturnsInEveryPairLeaveTheParametersAlone) {
+  // With common random numbers a pair whose two policies act alike scores alike: no step.
+  dist::Comm self(MPI_COMM_SELF, false);
+  Bandit b;
+  Es l(small(), b.spec, self, 1, 0, 1, 4, 7);
+  const auto before = l.shared_parameter_digest();
+  l.set_training(true);
+  std::vector<int> a;
+  StepFeedback fb;
+  fb.reward.assign(4, 0.5f);
+  fb.done.assign(4, 0);
+  fb.truncated.assign(4, 0);
+  fb.terminal.resize(4);
+  l.act(copies_input(b.spec, b.obs, 4), a);
+  l.record(fb);
+  const auto st = l.update(b.input());
+  EXPECT_EQ(l.shared_parameter_digest(), before);
+  EXPECT_EQ(l.stat(st, "diff_nonzero"), 0.0);
+  EXPECT_EQ(l.stat(st, "step_norm"), 0.0);
+}
+
+TEST(Es, SaveLoadContinuesExactlyAndChecksTheLayout) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  Bandit b1, b2;
+  Es a(small(), b1.spec, self, 1, 0, 1, 4, 11);
+  int t1 = 0;
+  train_es(a, b1, 4, 5, t1);
+  const auto dir = test::temp_dir("es-save");
+  a.save(dir + "/m.pt");
+  Es b(small(), b2.spec, self, 1, 0, 1, 4, 11);
+  b.load(dir + "/m.pt");
+  EXPECT_EQ(a.shared_parameter_digest(), b.shared_parameter_digest());
+  b2.obs = b1.obs;
+  int t2 = t1;
+  train_es(a, b1, 4, 3, t1);
+  train_es(b, b2, 4, 3, t2);
+  EXPECT_EQ(a.logits(b1.input().global[0], 0), b.logits(b2.input().global[0], 0));
+  EXPECT_EQ(a.shared_parameter_digest(), b.shared_parameter_digest());
+  EsConfig wide = small();
+  wide.hidden = {4};
+  Es other(wide, b1.spec, self, 1, 0, 1, 4, 1);  // another network
+  EXPECT_THROW(other.load(dir + "/m.pt"), ConfigError);
+  {
+    std::ofstream junk(dir + "/junk.pt");
+    junk << "not a model";
+  }
+  EXPECT_THROW(b.load(dir + "/junk.pt"), InputError);
+}
+
+TEST(Es, ExportedPolicyMatchesTheLearner) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  LearnerConfigs cfgs;
+  cfgs.es = small();
+  cfgs.es.hidden = {6};
+  Bandit b;
+  const int n = 2;
+  auto l = make_learner("es", cfgs, b.spec, self, n, 0, n, 2, 5);
+  // Move the input moments away from (0, 1) so that the export must fold them in.
+  {
+    std::vector<int> a;
+    std::vector<float> obs = {3.f, -1.f, 5.f, 2.f};
+    l->set_training(true);
+    PolicyInput in = test::one_copy_input(b.spec, obs, n);
+    in.copies = 2;
+    in.global.assign(2, in.global[0]);
+    in.episode_step.assign(2, 0);
+    StepFeedback fb;
+    fb.reward = {1.f, 0.f, 0.f, 0.f};
+    fb.done = {1, 1};
+    fb.truncated = {1, 1};
+    fb.terminal.resize(2);
+    for (int s = 0; s < 3; ++s) {
+      obs[0] = static_cast<float>(s);
+      l->act(in, a);
+    }
+    l->record(fb);
+    l->update(in);
+  }
+  const auto dir = test::temp_dir("es-export");
+  const std::string path = dir + "/policy.pt";
+  EXPECT_THROW(export_learners("es", {l.get()}, path, "{}", true), ConfigError);
+  export_learners("es", {l.get()}, path, R"({"format": "marlsched-policy"})", false);
+  auto p = load_exported_policy(path, n, true, 0);
+  const auto& m = dynamic_cast<const Es&>(*l);
+  std::vector<float> obs(static_cast<std::size_t>(n * 2));
+  Rng rng(3);
+  for (int trial = 0; trial < 20; ++trial) {
+    for (auto& v : obs) v = static_cast<float>(rng.uniform(-2, 2));
+    const PolicyInput in = test::one_copy_input(b.spec, obs, n);
+    std::vector<int> got;
+    p->act(in, got);
+    for (int a = 0; a < n; ++a) {
+      const auto lg = m.logits(in.global[0], a);
+      const int want = static_cast<int>(std::max_element(lg.begin(), lg.end()) - lg.begin());
+      EXPECT_EQ(got[static_cast<std::size_t>(a)], want) << "agent " << a << " trial " << trial;
+    }
+  }
+}
+
+TEST(Es, OptionsAndCopiesAreValidated) {
+  EsConfig c;
+  c.validate();
+  for (auto bad : {0.0, -1.0}) {
+    c = EsConfig{};
+    c.sigma = bad;
+    EXPECT_THROW(c.validate(), ConfigError);
+    c = EsConfig{};
+    c.lr = bad;
+    EXPECT_THROW(c.validate(), ConfigError);
+  }
+  c = EsConfig{};
+  c.top = 1.5;
+  EXPECT_THROW(c.validate(), ConfigError);
+  dist::Comm self(MPI_COMM_SELF, false);
+  Bandit b;
+  EXPECT_THROW(Es(EsConfig{}, b.spec, self, 1, 0, 1, 3, 1), ConfigError);  // odd copies
+  EXPECT_THROW(Es(EsConfig{}, b.spec, self, 1, 0, 1, 1, 1), ConfigError);
+  EnvSpec endless = b.spec;
+  endless.episode_length = 0;
+  EXPECT_THROW(Es(EsConfig{}, endless, self, 1, 0, 1, 2, 1), ConfigError);
+}
