@@ -19,7 +19,8 @@ enum class Kind {
   kLowestPrice,
   kWaitAwhile,
   kGreenFit,
-  kFixedOverflow
+  kFixedOverflow,
+  kGuardedOverflow
 };
 
 /// The deferral threshold of `wait-awhile` when its name gives none: the best of the grid
@@ -33,6 +34,10 @@ constexpr double kGreenFitMinFree = 0.05;
 /// training seeds (bench/tune_deferral.sh; for the default sites 0, US-CAL-CISO: the largest
 /// site, with the lowest PUE and carbon intensity).
 constexpr double kFixedOverflowSite = 0;
+/// The queued demand per GPU of fixed-overflow's site above which `guarded-overflow` holds its
+/// overflow at home: the best of the grid {0, 0.05, 0.1, 0.2, 0.3, 0.6, 1} on training seeds
+/// (bench/tune_deferral.sh).
+constexpr double kGuardedOverflowQueue = 0.1;
 
 class Heuristic final : public Policy {
  public:
@@ -45,6 +50,7 @@ class Heuristic final : public Policy {
         free_(spec.obs_index("free_gpu_frac")),
         carbon_(spec.obs_index("carbon")),
         price_(spec.obs_index("price")),
+        queue_(kind == Kind::kGuardedOverflow ? spec.obs_index("queue_load") : -1),
         carbon_trend_(kind == Kind::kWaitAwhile ? spec.obs_index("carbon_trend") : -1),
         price_trend_(kind == Kind::kWaitAwhile ? spec.obs_index("price_trend") : -1) {}
 
@@ -116,6 +122,14 @@ class Heuristic final : public Policy {
             a = it != tg.end() ? t : least_loaded();
             break;
           }
+          case Kind::kGuardedOverflow: {
+            // fixed-overflow with admission control: overflow to its site while that site's
+            // queued demand per GPU is at most the threshold, else the jobs wait here.
+            const auto it = std::find(tg.begin(), tg.end(), static_cast<int>(kFixedOverflowSite));
+            const int t = static_cast<int>(it - tg.begin());
+            a = it == tg.end() ? least_loaded() : obs(t)[queue_] <= param_ ? t : me;
+            break;
+          }
           case Kind::kWaitAwhile:
             // Wait (defer here: only jobs that must start now start) while the coming hours'
             // energy is cheaper in the reward's terms by more than the threshold; otherwise
@@ -160,12 +174,19 @@ class Heuristic final : public Policy {
   std::string name_;
   Kind kind_;
   Rng rng_;
-  double param_;  ///< wait-awhile's threshold, green-fit's free share, fixed-overflow's site
-  int free_, carbon_, price_, carbon_trend_, price_trend_;
+  double param_;  ///< wait-awhile's threshold, green-fit's free share, fixed-overflow's site,
+                  ///< guarded-overflow's queue threshold
+  int free_, carbon_, price_, queue_, carbon_trend_, price_trend_;
 };
 
 /// What a rule's name may carry after ':' ("wait-awhile:0.1").
-enum class Param { kNone, kShare, kSite };  // none; a share in [0, 1); an agent index
+enum class Param {
+  kNone,
+  kShare,
+  kSite,
+  kLevel
+};  // none; a share in [0, 1); an agent index;
+    // a level >= 0
 
 struct GeodcRule {
   const char* name;
@@ -184,7 +205,8 @@ const std::vector<GeodcRule>& geodc_rules() {
       {"lowest-price", Kind::kLowestPrice, Param::kNone, 0},
       {"wait-awhile", Kind::kWaitAwhile, Param::kShare, kWaitAwhileThreshold},
       {"green-fit", Kind::kGreenFit, Param::kShare, kGreenFitMinFree},
-      {"fixed-overflow", Kind::kFixedOverflow, Param::kSite, kFixedOverflowSite}};
+      {"fixed-overflow", Kind::kFixedOverflow, Param::kSite, kFixedOverflowSite},
+      {"guarded-overflow", Kind::kGuardedOverflow, Param::kLevel, kGuardedOverflowQueue}};
   return rules;
 }
 
@@ -218,8 +240,8 @@ std::unique_ptr<Policy> make_geodc(const std::string& name, const EnvSpec& spec,
     const bool given = !std::isnan(param);
     MARLSCHED_REQUIRE(!given || rule.param != Param::kNone,
                       "baseline '" << name
-                                   << "': only wait-awhile, green-fit and fixed-overflow take a "
-                                      "parameter");
+                                   << "': only wait-awhile, green-fit, fixed-overflow and "
+                                      "guarded-overflow take a parameter");
     MARLSCHED_REQUIRE(!given || rule.param != Param::kShare || param < 1,
                       "baseline '" << name << "': the threshold after ':' must be in [0, 1)");
     const int agents = static_cast<int>(spec.targets.size());

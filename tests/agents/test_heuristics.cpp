@@ -104,3 +104,15 @@ TEST(Heuristics, GreenFitAndFixedOverflow) {
   EXPECT_THROW(make_heuristic("fixed-overflow:1.5", f.spec, 1, 0), ConfigError);
   EXPECT_THROW(make_heuristic("green-fit:2", f.spec, 1, 0), ConfigError);
 }
+
+// guarded-overflow sends to fixed-overflow's site only while its queue is short; else holds.
+TEST(Heuristics, GuardedOverflowHoldsWhileTheSpillSiteIsQueued) {
+  Fixture f;
+  f.set(0, "queue_load", 0.05f);
+  EXPECT_EQ(run("guarded-overflow", f), (std::vector<int>{0, 0, 0, 0}));  // short: overflow
+  f.set(0, "queue_load", 0.5f);
+  EXPECT_EQ(run("guarded-overflow", f), (std::vector<int>{0, 1, 2, 3}));  // long: hold here
+  EXPECT_EQ(run("guarded-overflow:0.6", f), (std::vector<int>{0, 0, 0, 0}));
+  EXPECT_EQ(run("guarded-overflow:1.5", f),
+            (std::vector<int>{0, 0, 0, 0}));  // a level, not a share
+}

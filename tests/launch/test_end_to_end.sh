@@ -17,7 +17,7 @@ awk -v m="$m" -v r="$r" -v rr="$rr" 'BEGIN { exit !(m > r && m > rr) }' || fail 
 pass "learned policy beats random and round-robin on held-out seeds"
 mpi 4 "$BIN" eval --model run --out evalout | tee eval.log
 grep -q "^mappo " eval.log || fail "eval table lacks the policy row"
-for b in random round-robin local-only least-loaded lowest-carbon lowest-price wait-awhile green-fit fixed-overflow; do
+for b in random round-robin local-only least-loaded lowest-carbon lowest-price wait-awhile green-fit fixed-overflow guarded-overflow; do
   grep -q "^$b " eval.log || fail "eval table lacks $b"
 done
 [ "$(awk -F, '$1=="mappo (greedy)" {print $3}' evalout/eval.csv)" = "$m" ] || fail "eval of the saved model differs from the post-training eval"
