@@ -43,6 +43,9 @@ struct LearnerEntry {
   std::function<void(const std::vector<const Learner*>&, const std::string&, const std::string&,
                      bool)>
       exporter;
+  /// Copies per group of common episodes that training needs (Learner::common_episodes): the
+  /// env copies per rank must be a multiple of it.
+  int copy_group = 1;
 };
 
 MappoConfig mappo_config(const LearnerConfigs& c, bool central_critic) {
@@ -174,7 +177,8 @@ const std::vector<LearnerEntry>& table() {
           const std::string& metadata, bool with_critic) {
          MARLSCHED_REQUIRE(!with_critic, "--critic: ES has no critic");
          Es::export_torchscript(as<Es>(ranks), path, metadata);
-       }},
+       },
+       /*copy_group=*/2},
   };
   return t;
 }
@@ -206,6 +210,15 @@ void LearnerConfigs::validate(const std::string& algo) const {
 void LearnerConfigs::check_env(const std::string& algo, const EnvSpec& spec) const {
   validate(algo);
   entry(algo).check_env(*this, spec);
+}
+
+void LearnerConfigs::check_copies(const std::string& algo, int copies) const {
+  const int group = entry(algo).copy_group;
+  MARLSCHED_REQUIRE(copies >= group && copies % group == 0,
+                    algo << " trains on groups of " << group
+                         << " env copies that share episodes: --envs-per-rank must be a "
+                            "multiple of "
+                         << group << ", got " << copies);
 }
 
 int LearnerConfigs::rollout_steps(const std::string& algo, const EnvSpec& spec) const {

@@ -39,6 +39,9 @@ struct LearnerConfigs {
   /// Throws ConfigError when the named learner cannot act in an env of this spec (before any
   /// collective, so that the error is one clear line).
   void check_env(const std::string& algo, const EnvSpec& spec) const;
+  /// Throws ConfigError when the named learner cannot train on `copies` env copies per rank
+  /// (ES: antithetic pairs of copies that share episodes, so an even number).
+  void check_copies(const std::string& algo, int copies) const;
   /// Environment steps per iteration in an env of this spec, and β of the team reward, of the
   /// named learner.
   int rollout_steps(const std::string& algo, const EnvSpec& spec) const;

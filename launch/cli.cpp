@@ -467,7 +467,10 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         if (root) check_segment_for_resume(resume_dir, m.traj_segment, m.traj_rows);
         resume_ckpt = *latest;
       }
-      if (cmd == &train_cmd) check_run_dir_writable(train_cmd.run.run_dir, comm.rank());
+      if (cmd == &train_cmd) {
+        train_cmd.learners.check_copies(train_cmd.run.algo, train_cmd.run.envs_per_rank);
+        check_run_dir_writable(train_cmd.run.run_dir, comm.rank());
+      }
       set_torch_threads(cmd->run.threads);
       if (root && blas_info().reference())
         std::cerr << "marlsched: warning: libtorch runs on the reference BLAS (" << blas_info().path

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds (Release), and trains MAPPO on the embedded
-# default config (4 data-center agents on 4 MPI ranks, synthetic traces calibrated on 2023
-# data), then evaluates the policy against every heuristic baseline on held-out seeds.
+# The main job: installs what is missing, builds (Release), and trains the shipped main config
+# (launch/configs/main.toml: ES on 4 data-center agents on 4 MPI ranks, synthetic traces
+# calibrated on 2023 data), then evaluates the policy against every heuristic baseline and the
+# oracle bound on held-out seeds.
 # Extra arguments go to `marlsched train` (e.g. --iterations 300 --run-dir runs/long).
 set -euo pipefail
 HERE=$(dirname "$0")
@@ -10,4 +11,4 @@ source "$HERE/env.sh"
 bash "$HERE/build.sh" -DMARLSCHED_BUILD_TESTS=OFF -DMARLSCHED_BUILD_BENCH=OFF
 NP=${MARLSCHED_NP:-4}
 exec mpirun -n "$NP" "$MARLSCHED_BUILD/launch/marlsched" train \
-  --config "$MARLSCHED_ROOT/launch/configs/default.toml" --run-dir "${MARLSCHED_RUN_DIR:-runs/default}" "$@"
+  --config "$MARLSCHED_ROOT/launch/configs/main.toml" --run-dir "${MARLSCHED_RUN_DIR:-runs/main}" "$@"

@@ -179,10 +179,6 @@ Es::Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num
        int first_agent, int local_agents, int copies, std::uint64_t seed) {
   cfg.validate();
   cfg.check_env(spec);
-  MARLSCHED_REQUIRE(copies >= 2 && copies % 2 == 0,
-                    "es runs antithetic pairs of env copies: --envs-per-rank must be even and "
-                    ">= 2, got "
-                        << copies);
   impl_ =
       std::make_unique<Impl>(cfg, comm, spec, num_agents, first_agent, local_agents, copies, seed);
 }
@@ -223,6 +219,11 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
 }
 
 void Es::set_training(bool training) {
+  // Acting alone (evaluation, export) works with any number of copies; training needs pairs.
+  MARLSCHED_REQUIRE(!training || (impl_->e >= 2 && impl_->e % 2 == 0),
+                    "es trains on antithetic pairs of env copies: --envs-per-rank must be even "
+                    "and >= 2, got "
+                        << impl_->e);
   impl_->training = training;
 }
 

@@ -57,7 +57,6 @@ struct EsConfig {
 
 class Es final : public Learner {
  public:
-  /// `copies` must be even (antithetic pairs): ConfigError otherwise.
   Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
      int first_agent, int local_agents, int copies, std::uint64_t seed);
   ~Es() override;
@@ -65,6 +64,7 @@ class Es final : public Learner {
   std::string name() const override { return "es"; }
   /// Greedy actions; in training mode copy c acts with its perturbed parameters.
   void act(const PolicyInput& in, std::vector<int>& actions) override;
+  /// Training needs an even number of copies (antithetic pairs): ConfigError otherwise.
   void set_training(bool training) override;
   void set_deterministic(bool) override {}  ///< always deterministic
   /// 0: the policy is deterministic.

@@ -213,8 +213,12 @@ TEST(Es, OptionsAndCopiesAreValidated) {
   EXPECT_THROW(c.validate(), ConfigError);
   dist::Comm self(MPI_COMM_SELF, false);
   Bandit b;
-  EXPECT_THROW(Es(EsConfig{}, b.spec, self, 1, 0, 1, 3, 1), ConfigError);  // odd copies
-  EXPECT_THROW(Es(EsConfig{}, b.spec, self, 1, 0, 1, 1, 1), ConfigError);
+  for (int copies : {1, 3}) {  // acting (evaluation, export) is fine; training needs pairs
+    Es l(EsConfig{}, b.spec, self, 1, 0, 1, copies, 1);
+    std::vector<int> a;
+    l.act(b.input(), a);
+    EXPECT_THROW(l.set_training(true), ConfigError) << copies << " copies";
+  }
   EnvSpec endless = b.spec;
   endless.episode_length = 0;
   EXPECT_THROW(Es(EsConfig{}, endless, self, 1, 0, 1, 2, 1), ConfigError);

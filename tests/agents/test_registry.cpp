@@ -18,4 +18,8 @@ TEST(Registry, EveryLearnerIsOneRowOfTheTable) {
   EXPECT_EQ(cfg.rollout_steps("ippo", spec), cfg.mappo.rollout_steps);
   EXPECT_EQ(cfg.rollout_steps("tsdqn", spec), cfg.dqn.rollout_steps);
   EXPECT_EQ(cfg.rollout_steps("es", spec), 96);  // one whole episode per iteration
+  cfg.check_copies("mappo", 3);
+  cfg.check_copies("es", 4);
+  EXPECT_THROW(cfg.check_copies("es", 3), ConfigError);  // antithetic pairs
+  EXPECT_THROW(cfg.check_copies("es", 0), ConfigError);
 }

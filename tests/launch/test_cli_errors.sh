@@ -25,6 +25,8 @@ expect_error "neighbourhood reward on an env without targets" 2 "team-scope targ
   "$BIN" train --env aset --agents-per-rank 4 --team-scope targets --iterations 1
 expect_error "more neighbours than sites" 2 "site-neighbours must be in \\[0, 3\\] with 4 agents, got 4" -- \
   "$BIN" train --agents-per-rank 4 --site-neighbours 4 --iterations 1
+expect_error "ES with an odd number of env copies" 2 "envs-per-rank must be a multiple of 2, got 3" -- \
+  mpi 2 "$BIN" train --algo es --agents-per-rank 2 --envs-per-rank 3 --iterations 1
 expect_error "zero time slot" 2 "slot-minutes must divide 60" -- \
   "$BIN" train --agents-per-rank 4 --slot-minutes 0
 printf 'iterations = 2\nagents-per-rank = 4\nlr_actr = 0.1\n' > typo.toml

@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
-# The main job at test scale: 4 agents on 4 ranks train, then the learned policy is evaluated
-# on held-out seeds against every baseline and must beat random and round-robin. Then
-# `marlsched eval` reloads the saved model and prints the same comparison.
+# The main job (launch/configs/main.toml: ES) at test scale: 4 agents on 4 ranks train, then
+# the learned policy is evaluated on held-out seeds against every baseline and must beat random
+# and round-robin. Then `marlsched eval` reloads the saved model and prints the same comparison.
 source "$(dirname "$0")/common.sh" "$@"
 cd "$WORK"
-mpi 4 "$BIN" train --config "$SRC/launch/configs/default.toml" --run-dir run --quiet | tee train.log
+mpi 4 "$BIN" train --config "$SRC/launch/configs/main.toml" --iterations 150 --envs-per-rank 8 \
+  --eval-episodes 8 --run-dir run --quiet | tee train.log
 for f in metrics.csv timing.csv config.toml eval.csv eval.md model-rank-0.pt model-rank-3.pt; do
   [ -s "run/$f" ] || fail "missing run/$f"
 done
 grep -q "parameters identical on all ranks: yes" train.log || fail "no identity confirmation"
 grep -q "time split" train.log || fail "no time split"
 util() { awk -F, -v p="$1" '$1==p {print $3}' run/eval.csv; }
-m=$(util "mappo (greedy)"); r=$(util random); rr=$(util round-robin)
-echo "utility: mappo $m, random $r, round-robin $rr"
-awk -v m="$m" -v r="$r" -v rr="$rr" 'BEGIN { exit !(m > r && m > rr) }' || fail "MAPPO does not beat random and round-robin"
+m=$(util "es (greedy)"); r=$(util random); rr=$(util round-robin)
+echo "utility: es $m, random $r, round-robin $rr"
+awk -v m="$m" -v r="$r" -v rr="$rr" 'BEGIN { exit !(m > r && m > rr) }' || fail "ES does not beat random and round-robin"
 pass "learned policy beats random and round-robin on held-out seeds"
 mpi 4 "$BIN" eval --model run --out evalout | tee eval.log
-grep -q "^mappo " eval.log || fail "eval table lacks the policy row"
+grep -q "^es " eval.log || fail "eval table lacks the policy row"
 for b in random round-robin local-only least-loaded lowest-carbon lowest-price wait-awhile green-fit fixed-overflow guarded-overflow; do
   grep -q "^$b " eval.log || fail "eval table lacks $b"
 done
-[ "$(awk -F, '$1=="mappo (greedy)" {print $3}' evalout/eval.csv)" = "$m" ] || fail "eval of the saved model differs from the post-training eval"
+[ "$(awk -F, '$1=="es (greedy)" {print $3}' evalout/eval.csv)" = "$m" ] || fail "eval of the saved model differs from the post-training eval"
 pass "marlsched eval reloads the model and reproduces the comparison"
 expect_error "eval with a different rank count" 2 "no model for rank 4" -- mpi 8 "$BIN" eval --model run --agents-per-rank 1 --replicate-sites
