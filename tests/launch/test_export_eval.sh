@@ -82,6 +82,18 @@ same_greedy_score() {
 same_greedy_score MASAC sac "masac (greedy)"
 pass "MASAC exports a policy that PyTorch loads and that scores what the run's model scores ($SCORE)"
 
+# ES: the export folds the input standardisation into the network and scores what the run's
+# model scores; launch/policy_actions.py tabulates its actions on the run's own states.
+mpi 2 "$BIN" train --algo es --agents-per-rank 2 --envs-per-rank 2 --iterations 6 --quiet \
+  --no-eval-after --run-dir es > es.log || fail "$(cat es.log)"
+"$BIN" export es > es-export.log || fail "$(cat es-export.log)"
+same_greedy_score ES es "es (greedy)"
+/usr/bin/python3 "$SRC/launch/policy_actions.py" es/policy.pt es/trajectories/segment-000.h5 \
+  --split 0:queue_load:0.1 > actions.log || fail "policy_actions.py: $(cat actions.log)"
+grep -q "^split: 0:queue_load:0.1 holds in" actions.log && [ "$(grep -c '^agent ' actions.log)" = 4 ] ||
+  fail "policy_actions.py printed: $(cat actions.log)"
+pass "ES exports a policy that scores what the run's model scores ($SCORE); policy_actions.py reads it"
+
 # The scalable layout (8 agents, 2 ranks): geodc neighbourhoods, the per-target actor, the pooled
 # critic and the neighbourhood reward. The export holds no agent-count-sized weights, PyTorch
 # runs it, and it scores what the run's model scores.
