@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/file.hpp"
+
 namespace marlsched::nn {
 
 MlpImpl::MlpImpl(int in, const std::vector<int>& hidden, int out, double head_gain) {
@@ -153,6 +155,30 @@ def forward(self, obs: Tensor, agent: int, deterministic: bool = False) -> Tuple
         action = torch.multinomial(p.reshape(-1, self.num_actions), 1).reshape(p.shape[:-1])
     return p, action
 )";
+}
+
+std::string script_greedy_policy(const std::string& scores) {
+  return R"(
+def probs(self, obs: Tensor, agent: int) -> Tensor:
+    single = obs.dim() == 2
+    x = obs.unsqueeze(0) if single else obs
+    v = self.)" +
+         scores + R"((x, agent)
+    p = torch.zeros_like(v).scatter(-1, torch.argmax(v, -1, keepdim=True), 1.0)
+    return p[0] if single else p
+
+def forward(self, obs: Tensor, agent: int, deterministic: bool = False) -> Tuple[Tensor, Tensor]:
+    p = self.probs(obs, agent)
+    return p, torch.argmax(p, -1)
+)";
+}
+
+void save_module(torch::jit::Module& mod, const std::string& source, const std::string& path) {
+  mod.define(source);
+  mod.eval();
+  std::ostringstream bytes;
+  mod.save(bytes);
+  write_file_atomic(path, bytes.str());
 }
 
 std::string script_mlp(torch::jit::Module& mod, const std::string& prefix, const Mlp& net,

@@ -73,6 +73,15 @@ const char* script_logits_head();
 /// action): the calling convention of every exported stochastic policy.
 const char* script_softmax_policy();
 
+/// TorchScript of `probs(self, obs, agent)` (the one-hot argmax of the batch method
+/// `scores(self, obs [batch, num_agents, obs_dim], agent)`, for one observation or a batch) and
+/// `forward(self, obs, agent, deterministic)` -> (probs, action): a deterministic policy (DQN's
+/// Q-values, ES's logits) in the calling convention of every exported policy.
+std::string script_greedy_policy(const std::string& scores);
+
+/// Defines `source` on `mod`, puts it in evaluation mode and writes it to `path` atomically.
+void save_module(torch::jit::Module& mod, const std::string& source, const std::string& path);
+
 /// Registers an MLP's weights on `mod` as `prefix_fcI_weight` ... and returns TorchScript lines
 /// that compute it from the variable `x` into `out` (indented by `indent`).
 std::string script_mlp(torch::jit::Module& mod, const std::string& prefix, const Mlp& net,

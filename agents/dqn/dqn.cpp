@@ -577,19 +577,8 @@ def q(self, obs: Tensor, agent: int) -> Tensor:
     v = self.qvalues(x, agent)
     return v[0] if single else v
 
-def probs(self, obs: Tensor, agent: int) -> Tensor:
-    v = self.q(obs, agent)
-    return torch.zeros_like(v).scatter(-1, torch.argmax(v, -1, keepdim=True), 1.0)
-
-def forward(self, obs: Tensor, agent: int, deterministic: bool = False) -> Tuple[Tensor, Tensor]:
-    p = self.probs(obs, agent)
-    return p, torch.argmax(p, -1)
-)";
-  mod.define(src.str());
-  mod.eval();
-  std::ostringstream bytes;
-  mod.save(bytes);
-  write_file_atomic(path, bytes.str());
+)" << nn::script_greedy_policy("qvalues");
+  nn::save_module(mod, src.str(), path);
 }
 
 }  // namespace marlsched

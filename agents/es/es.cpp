@@ -465,23 +465,8 @@ void Es::export_torchscript(const std::vector<const Es*>& ranks, const std::stri
   std::ostringstream src;
   src << nn::script_agent_input() << nn::script_logits_head()
       << nn::script_mlp(mod, "pi", net, "    ") << "    return out\n"
-      << R"(
-def probs(self, obs: Tensor, agent: int) -> Tensor:
-    single = obs.dim() == 2
-    x = obs.unsqueeze(0) if single else obs
-    v = self.logits(x, agent)
-    p = torch.zeros_like(v).scatter(-1, torch.argmax(v, -1, keepdim=True), 1.0)
-    return p[0] if single else p
-
-def forward(self, obs: Tensor, agent: int, deterministic: bool = False) -> Tuple[Tensor, Tensor]:
-    p = self.probs(obs, agent)
-    return p, torch.argmax(p, -1)
-)";
-  mod.define(src.str());
-  mod.eval();
-  std::ostringstream bytes;
-  mod.save(bytes);
-  write_file_atomic(path, bytes.str());
+      << nn::script_greedy_policy("logits");
+  nn::save_module(mod, src.str(), path);
 }
 
 }  // namespace marlsched

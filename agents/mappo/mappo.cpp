@@ -740,11 +740,7 @@ def value(self, obs: Tensor, agent: int) -> Tensor:
     return v[0] if single else v
 )";
   }
-  mod.define(src.str());
-  mod.eval();
-  std::ostringstream bytes;
-  mod.save(bytes);
-  write_file_atomic(path, bytes.str());
+  nn::save_module(mod, src.str(), path);
 }
 
 void Mappo::save(const std::string& path) const {

@@ -671,11 +671,7 @@ void Masac::export_torchscript(const std::vector<const Masac*>& ranks, const std
   src << nn::script_agent_input() << nn::script_logits_head()
       << nn::script_mlp(mod, "actor", m0.actor, "    ") << "    return out\n"
       << nn::script_softmax_policy();
-  mod.define(src.str());
-  mod.eval();
-  std::ostringstream bytes;
-  mod.save(bytes);
-  write_file_atomic(path, bytes.str());
+  nn::save_module(mod, src.str(), path);
 }
 
 }  // namespace marlsched
