@@ -38,8 +38,11 @@ namespace marlsched {
 /// Which trajectories are written, and how.
 struct TrajConfig {
   /// 0: no trajectory file; k >= 1: flush the buffered steps every k iterations (and at every
-  /// checkpoint and at the end). Every transition of every logged world is written either way.
-  int every = 1;
+  /// checkpoint and at the end). Every transition of every logged world is written either way;
+  /// 10 by default: each flush is a dozen collective writes and an H5Fflush, whose fixed cost
+  /// at every iteration took 15 % of the default run's wall time at 2 ranks x 2 agents (5 % at
+  /// 10; docs/performance.md).
+  int every = 10;
   /// Optional datasets to write; terminations, truncations and the infos/ bookkeeping
   /// (episode ids, episode steps, iterations) are always written.
   std::vector<std::string> fields = {"observations",     "next_observations", "actions",

@@ -5,7 +5,7 @@
 # touch nothing.
 source "$(dirname "$0")/common.sh" "$@"
 cd "$WORK"
-ARGS=(train --agents-per-rank 2 --envs-per-rank 2 --iterations 8 --checkpoint-every 4 --quiet --no-eval-after)
+ARGS=(train --agents-per-rank 2 --envs-per-rank 2 --iterations 8 --checkpoint-every 4 --traj-every 1 --quiet --no-eval-after)
 mpi 2 "$BIN" "${ARGS[@]}" --run-dir straight > straight.log
 rc=0
 MARLSCHED_KILL_AT=1:6:40 timeout 120 "$MPIEXEC" -n 2 --oversubscribe "$BIN" "${ARGS[@]}" --run-dir crashed > crashed.log 2>&1 || rc=$?
@@ -17,7 +17,7 @@ grep -q "process rank 1 .*exited on signal 9" crashed.log || fail "the lost rank
 pass "rank 1 killed with SIGKILL in the rollout of iteration 6 (exit $rc); checkpoint 4 complete"
 PY=/usr/bin/python3
 CHECK="$SRC/tests/io/check_trajectories.py"
-# Trajectories are flushed every iteration: the killed run's file holds iterations 1-5 and opens.
+# Trajectories are flushed every iteration (--traj-every 1): the killed run's file holds iterations 1-5 and opens.
 "$PY" "$CHECK" crashed crashed/trajectories/segment-000.h5 $((5 * 96)) 5
 mpi 2 "$BIN" train --resume crashed > resumed.log
 grep -q "resuming from crashed/checkpoints/ckpt-00000004 at iteration 5" resumed.log || fail "resume point: $(cat resumed.log)"
