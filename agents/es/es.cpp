@@ -83,8 +83,8 @@ struct Es::Impl {
       p += static_cast<std::size_t>(sizes[l + 1]) * static_cast<std::size_t>(sizes[l] + 1);
     theta.assign(p, 0.f);
     // Hidden layers N(0, 1/fan-in) (unit-scale pre-activations for standardised inputs); the
-    // output layer N(0, init_scale²), so that the first policies are near-uniform mixtures of
-    // the actions' directions; biases 0. Every rank draws the same θ from the run's seed.
+    // output layer N(0, init_scale²), so that the first logits are small and the perturbations
+    // decide the first actions; biases 0. Every rank draws the same θ from the run's seed.
     Rng init(derive_seed(seed, {kEsStream, 0x1417}));
     std::size_t off = 0;
     for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
@@ -112,7 +112,9 @@ struct Es::Impl {
   int pairs() const { return e / 2; }
 
   /// Logits of the network with parameters `w` for the standardised input `xi`, into `out`
-  /// (tanh hidden layers, linear output).
+  /// (tanh hidden layers, linear output). Plain loops rather than torch or BLAS: every copy acts
+  /// with its own parameters, one input row at a time, and at these sizes (the default linear
+  /// policy is 8 dot products of 34) a library call costs more than the arithmetic.
   void forward(const float* w, const float* xi, float* out) {
     const float* src = xi;
     for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
