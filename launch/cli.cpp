@@ -464,6 +464,13 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         const Manifest m = validate_checkpoint(
             *latest, comm.rank(), comm.size(), train_cmd.run.agents_per_rank,
             train_cmd.run.envs_per_rank, config_fingerprint(train_cmd.binder->to_toml()));
+        MARLSCHED_REQUIRE(m.iteration <= train_cmd.run.iterations,
+                          "--resume: the checkpoint holds " << m.iteration
+                                                            << " iterations but --iterations is "
+                                                            << train_cmd.run.iterations
+                                                            << "; a resume never shrinks a run "
+                                                               "(give --iterations "
+                                                            << m.iteration << " or more)");
         if (root) check_segment_for_resume(resume_dir, m.traj_segment, m.traj_rows);
         resume_ckpt = *latest;
       }

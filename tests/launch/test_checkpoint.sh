@@ -36,6 +36,10 @@ expect_error "resume with another rank count" 2 "written by 2 ranks; this job ha
   "$BIN" train --resume crashed --agents-per-rank 4
 expect_error "resume with another config" 2 "different configuration" -- \
   mpi 2 "$BIN" train --resume crashed --gpus 8,8,8,8
+cp crashed/config.toml config-before.toml
+expect_error "resume with fewer iterations" 2 "checkpoint holds 8 iterations but --iterations is 3" -- \
+  mpi 2 "$BIN" train --resume crashed --iterations 3
+cmp config-before.toml crashed/config.toml || fail "a refused resume rewrote config.toml"
 cp -r crashed corrupt
 ck=corrupt/checkpoints/ckpt-00000008
 head -c 100 "$ck/rank-1.state" > "$ck/x" && mv "$ck/x" "$ck/rank-1.state"
