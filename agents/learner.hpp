@@ -21,6 +21,10 @@ struct StepFeedback {
   std::vector<GlobalObs> terminal;    ///< [copy], valid where done
 };
 
+/// Throws ConfigError unless `copies` env copies per rank make whole groups of `group` copies
+/// that share episodes (Learner::common_episodes), as learner `name` needs to train.
+void require_copy_groups(const std::string& name, int group, int copies);
+
 /// The name of one update statistic: its metrics.csv column and its TensorBoard tag.
 struct StatName {
   std::string column, tag;

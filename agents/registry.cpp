@@ -8,6 +8,14 @@
 
 namespace marlsched {
 
+void require_copy_groups(const std::string& name, int group, int copies) {
+  MARLSCHED_REQUIRE(copies >= group && copies % group == 0,
+                    name << " trains on groups of " << group
+                         << " env copies that share episodes: --envs-per-rank must be a "
+                            "multiple of "
+                         << group << ", got " << copies);
+}
+
 double Learner::stat(const UpdateStats& st, const std::string& column) const {
   const auto& names = stat_names();
   for (std::size_t i = 0; i < names.size() && i < st.values.size(); ++i)
@@ -178,7 +186,7 @@ const std::vector<LearnerEntry>& table() {
          MARLSCHED_REQUIRE(!with_critic, "--critic: ES has no critic");
          Es::export_torchscript(as<Es>(ranks), path, metadata);
        },
-       /*copy_group=*/2},
+       Es::kCopyGroup},
   };
   return t;
 }
@@ -213,12 +221,7 @@ void LearnerConfigs::check_env(const std::string& algo, const EnvSpec& spec) con
 }
 
 void LearnerConfigs::check_copies(const std::string& algo, int copies) const {
-  const int group = entry(algo).copy_group;
-  MARLSCHED_REQUIRE(copies >= group && copies % group == 0,
-                    algo << " trains on groups of " << group
-                         << " env copies that share episodes: --envs-per-rank must be a "
-                            "multiple of "
-                         << group << ", got " << copies);
+  require_copy_groups(algo, entry(algo).copy_group, copies);
 }
 
 int LearnerConfigs::rollout_steps(const std::string& algo, const EnvSpec& spec) const {

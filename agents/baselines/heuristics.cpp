@@ -69,7 +69,12 @@ class Heuristic final : public Policy {
       for (int k = 0; k < in.local_agents; ++k) {
         const int self = in.first_agent + k;
         const auto& tg = spec.targets[static_cast<std::size_t>(self)];
-        const int me = static_cast<int>(std::find(tg.begin(), tg.end(), self) - tg.begin());
+        // The index among the targets of agent `site`, or -1 when it is not one.
+        auto target_index = [&](int site) {
+          const auto it = std::find(tg.begin(), tg.end(), site);
+          return it == tg.end() ? -1 : static_cast<int>(it - tg.begin());
+        };
+        const int me = target_index(self);  // every agent is one of its own targets
         auto obs = [&](int t) { return g.row(tg[static_cast<std::size_t>(t)]); };  // target t's
         // Least-loaded placement: run what fits here, overflow to the other target with the
         // most free GPUs.
@@ -117,17 +122,15 @@ class Heuristic final : public Policy {
           case Kind::kFixedOverflow: {
             // Run what fits here; overflow always to one chosen site (while it is a target and
             // not the site itself; else least-loaded): static spill-over routing.
-            const auto it = std::find(tg.begin(), tg.end(), static_cast<int>(param_));
-            const int t = static_cast<int>(it - tg.begin());
-            a = it != tg.end() ? t : least_loaded();
+            const int t = target_index(static_cast<int>(param_));
+            a = t >= 0 ? t : least_loaded();
             break;
           }
           case Kind::kGuardedOverflow: {
             // fixed-overflow with admission control: overflow to its site while that site's
             // queued demand per GPU is at most the threshold, else the jobs wait here.
-            const auto it = std::find(tg.begin(), tg.end(), static_cast<int>(kFixedOverflowSite));
-            const int t = static_cast<int>(it - tg.begin());
-            a = it == tg.end() ? least_loaded() : obs(t)[queue_] <= param_ ? t : me;
+            const int t = target_index(static_cast<int>(kFixedOverflowSite));
+            a = t < 0 ? least_loaded() : obs(t)[queue_] <= param_ ? t : me;
             break;
           }
           case Kind::kWaitAwhile:
@@ -181,12 +184,11 @@ class Heuristic final : public Policy {
 
 /// What a rule's name may carry after ':' ("wait-awhile:0.1").
 enum class Param {
-  kNone,
-  kShare,
-  kSite,
-  kLevel
-};  // none; a share in [0, 1); an agent index;
-    // a level >= 0
+  kNone,   ///< nothing
+  kShare,  ///< a share in [0, 1)
+  kSite,   ///< an agent index
+  kLevel   ///< a level >= 0
+};
 
 struct GeodcRule {
   const char* name;
@@ -238,10 +240,13 @@ std::unique_ptr<Policy> make_geodc(const std::string& name, const EnvSpec& spec,
   for (const auto& rule : geodc_rules()) {
     if (base != rule.name) continue;
     const bool given = !std::isnan(param);
-    MARLSCHED_REQUIRE(!given || rule.param != Param::kNone,
-                      "baseline '" << name
-                                   << "': only wait-awhile, green-fit, fixed-overflow and "
-                                      "guarded-overflow take a parameter");
+    if (given && rule.param == Param::kNone) {
+      std::string takers;
+      for (const auto& r : geodc_rules())
+        if (r.param != Param::kNone) takers += (takers.empty() ? "" : ", ") + std::string(r.name);
+      MARLSCHED_THROW(ConfigError,
+                      "baseline '" << name << "': only " << takers << " take a parameter");
+    }
     MARLSCHED_REQUIRE(!given || rule.param != Param::kShare || param < 1,
                       "baseline '" << name << "': the threshold after ':' must be in [0, 1)");
     const int agents = static_cast<int>(spec.targets.size());

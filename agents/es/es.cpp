@@ -60,7 +60,7 @@ struct Es::Impl {
   std::int64_t iteration = 0;
   std::vector<double> fitness;
   std::vector<char> finished;
-  std::vector<float> logp, values, x, xn, h0, h1;
+  std::vector<float> logp, values, x, xn, h0, h1, out;  // out: one row's logits
 
   Impl(const EsConfig& c, const dist::Comm& cm, const EnvSpec& spec, int n_, int first_, int k_,
        int e_, std::uint64_t s)
@@ -106,10 +106,11 @@ struct Es::Impl {
     for (int s2 : sizes) widest = std::max(widest, s2);
     h0.resize(static_cast<std::size_t>(widest));
     h1.resize(h0.size());
+    out.resize(static_cast<std::size_t>(na));
   }
 
   std::size_t params() const { return theta.size(); }
-  int pairs() const { return e / 2; }
+  int pairs() const { return e / kCopyGroup; }
 
   /// Logits of the network with parameters `w` for the standardised input `xi`, into `out`
   /// (tanh hidden layers, linear output). Plain loops rather than torch or BLAS: every copy acts
@@ -197,7 +198,6 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
   actions.resize(rows);
   m.logp.assign(rows, 0.f);
   m.values.assign(rows, std::nanf(""));
-  std::vector<float> out(static_cast<std::size_t>(m.na));
   const std::size_t p = m.params();
   for (int c = 0; c < in.copies; ++c) {
     const float* w = train ? m.perturbed.data() + static_cast<std::size_t>(c) * p : m.theta.data();
@@ -213,19 +213,16 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
         }
       }
       m.standardise();
-      m.forward(w, m.xn.data(), out.data());
+      m.forward(w, m.xn.data(), m.out.data());
       actions[static_cast<std::size_t>(c * m.k + kk)] =
-          static_cast<int>(std::max_element(out.begin(), out.end()) - out.begin());
+          static_cast<int>(std::max_element(m.out.begin(), m.out.end()) - m.out.begin());
     }
   }
 }
 
 void Es::set_training(bool training) {
   // Acting alone (evaluation, export) works with any number of copies; training needs pairs.
-  MARLSCHED_REQUIRE(!training || (impl_->e >= 2 && impl_->e % 2 == 0),
-                    "es trains on antithetic pairs of env copies: --envs-per-rank must be even "
-                    "and >= 2, got "
-                        << impl_->e);
+  if (training) require_copy_groups(name(), kCopyGroup, impl_->e);
   impl_->training = training;
 }
 

@@ -74,7 +74,9 @@ class Es final : public Learner {
   void record(const StepFeedback& fb) override;
   UpdateStats update(const PolicyInput& last) override;
   const std::vector<StatName>& stat_names() const override;
-  int common_episodes() const override { return 2; }
+  /// Copies per antithetic pair, which run the same episodes.
+  static constexpr int kCopyGroup = 2;
+  int common_episodes() const override { return kCopyGroup; }
   /// θ, the input moments, the iteration count.
   void save(const std::string& path) const override;
   void load(const std::string& path) override;

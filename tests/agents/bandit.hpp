@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
+#include "agents/exported/torchscript_policy.hpp"
 #include "agents/learner.hpp"
+#include "core/rng.hpp"
 #include "test_util.hpp"
 
 namespace marlsched::test {
@@ -69,6 +72,34 @@ inline void train_bandit(Learner& l, Bandit& b, int iterations, int& t) {
     const auto st = l.update(b.input());
     ASSERT_EQ(st.values.size(), l.stat_names().size());
   }
+}
+
+/// Loads the exported policy at `path` (greedy) for `n` agents of `spec` and checks its action
+/// for every agent against `want(global observations, agent)` on 20 random observations (fields
+/// in [-2, 2]). Returns the number of observations on which the agents' wanted actions are not
+/// all the same (to check that agents' networks differ).
+template <class Want>
+int expect_export_matches(const std::string& path, const EnvSpec& spec, int n, Want want) {
+  auto p = load_exported_policy(path, n, true, 0);
+  std::vector<float> obs(static_cast<std::size_t>(n * spec.obs_dim()));
+  Rng rng(3);
+  int differ = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    for (auto& v : obs) v = static_cast<float>(rng.uniform(-2, 2));
+    const PolicyInput in = one_copy_input(spec, obs, n);
+    std::vector<int> got;
+    p->act(in, got);
+    int first = -1;
+    bool same = true;
+    for (int a = 0; a < n; ++a) {
+      const int w = want(in.global[0], a);
+      EXPECT_EQ(got[static_cast<std::size_t>(a)], w) << "agent " << a << " trial " << trial;
+      if (a == 0) first = w;
+      same = same && w == first;
+    }
+    differ += same ? 0 : 1;
+  }
+  return differ;
 }
 
 }  // namespace marlsched::test

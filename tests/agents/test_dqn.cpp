@@ -101,23 +101,10 @@ TEST(Dqn, ExportedGreedyPolicyMatchesTheQNetwork) {
   const std::string path = dir + "/policy.pt";
   EXPECT_THROW(export_learners("dqn", {r0.get(), r1.get()}, path, "{}", true), ConfigError);
   export_learners("dqn", {r0.get(), r1.get()}, path, R"({"format": "marlsched-policy"})", false);
-  auto p = load_exported_policy(path, n, true, 0);
-  std::vector<float> obs(static_cast<std::size_t>(n * 2));
-  Rng rng(3);
-  int differ = 0;
-  for (int trial = 0; trial < 20; ++trial) {
-    for (auto& v : obs) v = static_cast<float>(rng.uniform(-2, 2));
-    const PolicyInput in = test::one_copy_input(spec, obs, n);
-    std::vector<int> got;
-    p->act(in, got);
-    const Dqn* owners[2] = {dynamic_cast<const Dqn*>(r0.get()), dynamic_cast<const Dqn*>(r1.get())};
-    int want[2];
-    for (int a = 0; a < n; ++a) {
-      const auto q = owners[a]->q_values(in.global[0], 0);
-      want[a] = static_cast<int>(std::max_element(q.begin(), q.end()) - q.begin());
-      EXPECT_EQ(got[static_cast<std::size_t>(a)], want[a]) << "agent " << a << " trial " << trial;
-    }
-    differ += want[0] != want[1];
-  }
+  const Dqn* owners[2] = {dynamic_cast<const Dqn*>(r0.get()), dynamic_cast<const Dqn*>(r1.get())};
+  const int differ = test::expect_export_matches(path, spec, n, [&](const GlobalObs& g, int a) {
+    const auto q = owners[a]->q_values(g, 0);
+    return static_cast<int>(std::max_element(q.begin(), q.end()) - q.begin());
+  });
   EXPECT_GT(differ, 0) << "the two agents' networks should differ (separate initialisation)";
 }

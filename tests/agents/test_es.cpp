@@ -180,21 +180,11 @@ TEST(Es, ExportedPolicyMatchesTheLearner) {
   const std::string path = dir + "/policy.pt";
   EXPECT_THROW(export_learners("es", {l.get()}, path, "{}", true), ConfigError);
   export_learners("es", {l.get()}, path, R"({"format": "marlsched-policy"})", false);
-  auto p = load_exported_policy(path, n, true, 0);
   const auto& m = dynamic_cast<const Es&>(*l);
-  std::vector<float> obs(static_cast<std::size_t>(n * 2));
-  Rng rng(3);
-  for (int trial = 0; trial < 20; ++trial) {
-    for (auto& v : obs) v = static_cast<float>(rng.uniform(-2, 2));
-    const PolicyInput in = test::one_copy_input(b.spec, obs, n);
-    std::vector<int> got;
-    p->act(in, got);
-    for (int a = 0; a < n; ++a) {
-      const auto lg = m.logits(in.global[0], a);
-      const int want = static_cast<int>(std::max_element(lg.begin(), lg.end()) - lg.begin());
-      EXPECT_EQ(got[static_cast<std::size_t>(a)], want) << "agent " << a << " trial " << trial;
-    }
-  }
+  test::expect_export_matches(path, b.spec, n, [&](const GlobalObs& g, int a) {
+    const auto lg = m.logits(g, a);
+    return static_cast<int>(std::max_element(lg.begin(), lg.end()) - lg.begin());
+  });
 }
 
 TEST(Es, OptionsAndCopiesAreValidated) {
