@@ -8,6 +8,7 @@ gradient-norm clipping of actor and critic separately. Also prints the single-co
 rate at the update's own shapes. Prints one line per figure: NAME VALUE UNIT.
 Run with Debian's interpreter: /usr/bin/python3 bench/python_update.py [updates]
 """
+import statistics
 import sys
 import time
 
@@ -61,10 +62,12 @@ def update():
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 update()  # warm-up
-t0 = time.perf_counter()
+times = []
 for _ in range(n):
+    t0 = time.perf_counter()
     update()
-print(f"python_update_ms {1e3 * (time.perf_counter() - t0) / n:.3f} ms")
+    times.append(time.perf_counter() - t0)
+print(f"python_update_ms {1e3 * statistics.median(times):.3f} ms")  # median: a noisy machine
 
 # The matrix products of one minibatch's forward pass (backward repeats each shape twice), timed
 # alone at those shapes: what the update's products would cost at the BLAS's own speed.

@@ -12,8 +12,10 @@ source "$HERE/../launch/env.sh"
 BENCH=$MARLSCHED_BUILD/bench/bench_learner
 [ -x "$BENCH" ] || { echo "no $BENCH: build with -DMARLSCHED_BUILD_BENCH=ON" >&2; exit 2; }
 "$MARLSCHED_BUILD/launch/marlsched" --version | sed -n 2p
+# Medians (of 7 repetitions here, of 20 updates in Python): the machine is shared and noisy.
 ms=$(mpirun -n 1 "$BENCH" --benchmark_filter='BM_MappoUpdate/agents_per_rank:4/' \
-  --benchmark_format=csv 2> /dev/null | awk -F, '/BM_MappoUpdate/ {print $3; exit}')
+  --benchmark_repetitions=7 --benchmark_report_aggregates_only=true \
+  --benchmark_format=csv 2> /dev/null | awk -F, '/BM_MappoUpdate.*_median/ {print $3; exit}')
 echo "marlsched_update_ms $ms ms"
 if ! /usr/bin/python3 -c 'import torch' 2> /dev/null; then
   echo "python reference: skipped (Debian's python3-torch is not installed)"

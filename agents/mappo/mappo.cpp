@@ -1,13 +1,14 @@
 #include "agents/mappo/mappo.hpp"
 
-#include "agents/nn.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <sstream>
 
 #include "agents/baselines/heuristics.hpp"
+#include "agents/fused.hpp"
+#include "agents/mappo/ppo_loss.hpp"
+#include "agents/nn.hpp"
 #include "core/blas.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
@@ -152,6 +153,13 @@ struct Mappo::Impl {
     return cfg.imitate_coef *
            (1.0 - static_cast<double>(updates_done) / static_cast<double>(cfg.imitate_iterations));
   }
+  // The update without autograd (nn::MlpTape, ppo::*_grad) where it applies: one MLP actor
+  // shared by every agent and a critic that is one MLP (concat or local), on the CPU. Other
+  // layouts take the autograd path; both end in the same clipping and Adam step.
+  bool fused = false;
+  nn::MlpTape actor_tape, critic_tape;
+  mutable nn::MlpTape act_actor_tape, act_critic_tape;  // act()'s and values()' forward passes
+  torch::Tensor xb, cb, dz, dv;                         // the fused update's minibatch buffers
   // Last act() inputs (so that record() can pair them).
   std::vector<float> last_x, last_c, last_logp, last_value;
   std::vector<std::int64_t> last_act;
@@ -229,6 +237,123 @@ struct Mappo::Impl {
         critic_params(), torch::optim::AdamOptions(cfg.lr_critic).eps(1e-5));
     critic_grads = dist::GradBucket(critic_params());
     actor_grads = dist::GradBucket(params_of(actors));
+    fused = dev.is_cpu() && !per_target && !pooled && cfg.share_actor && group_of.empty();
+  }
+
+  /// What one update reads, on the device (rows [step][copy][k]); adv and tgt also on the host.
+  struct Batch {
+    torch::Tensor X, C, A, OLD, ADV, TGT, AG, TEACH;
+    const std::vector<float>* adv;
+    const std::vector<float>* tgt;
+    double imitation;
+  };
+
+  /// Gradients of one minibatch (rows idx[0 .. mb)) through autograd, into the buckets (the
+  /// critic's allreduce started when overlapping); adds the loss terms to s[0..4] and the time
+  /// spent in collectives to t_comm.
+  void autograd_gradients(const Batch& u, const std::int64_t* rows_idx, int mb, double* s,
+                          double& t_comm) {
+    auto idx = torch::from_blob(const_cast<std::int64_t*>(rows_idx), {mb}, torch::kInt64).to(dev);
+    auto logp_all =
+        torch::log_softmax(logits(u.X.index_select(0, idx), u.AG.index_select(0, idx)), 1);
+    auto a = u.A.index_select(0, idx);
+    auto new_logp = logp_all.gather(1, a.unsqueeze(1)).squeeze(1);
+    auto entropy = -(logp_all.exp() * logp_all).sum(1).mean();
+    auto old = u.OLD.index_select(0, idx);
+    auto ratio = torch::exp(new_logp - old);
+    auto adv_b = u.ADV.index_select(0, idx);
+    auto surr =
+        torch::min(ratio * adv_b, torch::clamp(ratio, 1.0 - cfg.clip, 1.0 + cfg.clip) * adv_b);
+    auto policy_loss = -surr.mean();
+    const auto cb_ = u.C.index_select(0, idx);
+    torch::Tensor v, S, P;
+    if (pooled) {  // rows are whole groups: [group][k]
+      S = local_embedding_sum(cb_);
+      P = pool(S, &t_comm).requires_grad_(true);
+      v = pooled_head(cb_, P);
+    } else {
+      v = critic.ptr()->forward(cb_).squeeze(1);
+    }
+    auto value_loss = torch::nn::functional::huber_loss(
+        v, u.TGT.index_select(0, idx),
+        torch::nn::functional::HuberLossFuncOptions().delta(cfg.huber_delta));
+    // The actor and critic graphs are disjoint, so two backward passes give the same gradients
+    // as one on the summed loss; the critic's go first so that their allreduce can run while
+    // the actor's backward pass does.
+    critic_grads.zero();
+    actor_grads.zero();
+    critic_grads.backward(cfg.value_coef * value_loss, comm);
+    if (pooled) {
+      // P's gradient on each rank is its share of the gradient of the ranks' mean loss (the
+      // bucket seeds backward with 1/size); pool() sums the shares and divides by n, which is
+      // d(loss)/d(each agent's embedding), and each rank carries that into the encoder through
+      // its own agents. The bucket then sums those encoder gradients over the ranks (already
+      // scaled by the seed, so not averaged again): the full gradient, with only embeddings
+      // and their gradients crossing the network.
+      S.backward(pool(P.grad(), &t_comm));
+    }
+    start_critic_early(t_comm);
+    auto actor_loss = policy_loss - cfg.entropy_coef * entropy;
+    if (u.imitation > 0)  // cross-entropy of the teacher's actions in the visited states
+      actor_loss =
+          actor_loss -
+          u.imitation * logp_all.gather(1, u.TEACH.index_select(0, idx).unsqueeze(1)).mean();
+    if (cfg.share_actor)
+      actor_grads.backward(actor_loss, comm);
+    else
+      actor_loss.backward();
+    torch::NoGradGuard g;
+    s[0] += policy_loss.item<double>();
+    s[1] += value_loss.item<double>();
+    s[2] += entropy.item<double>();
+    s[3] += (old - new_logp).mean().item<double>();
+    s[4] += ((ratio - 1.0).abs() > cfg.clip).to(torch::kFloat32).mean().item<double>();
+  }
+
+  /// The same without autograd (`fused`): the minibatch's rows gathered into reused buffers,
+  /// both networks through nn::MlpTape, the losses' gradients from ppo::*_grad.
+  void fused_gradients(const Batch& u, const std::int64_t* rows_idx, int mb, double* s,
+                       double& t_comm) {
+    torch::NoGradGuard g;
+    auto idx = torch::from_blob(const_cast<std::int64_t*>(rows_idx), {mb}, torch::kInt64);
+    if (!xb.defined()) {
+      xb = torch::empty({mb, ain});
+      cb = torch::empty({mb, cin});
+      dz = torch::empty({mb, na});
+      dv = torch::empty({mb, 1});
+    }
+    xb.resize_({mb, ain});
+    cb.resize_({mb, cin});
+    dz.resize_({mb, na});
+    dv.resize_({mb, 1});
+    at::index_select_out(xb, u.X, 0, idx);
+    at::index_select_out(cb, u.C, 0, idx);
+    critic_grads.zero();
+    actor_grads.zero();
+    const auto& v = critic_tape.forward(critic, cb);
+    s[1] += ppo::value_loss_grad(v.data_ptr<float>(), mb, rows_idx, u.tgt->data(), cfg.huber_delta,
+                                 cfg.value_coef, critic_grads.seed(comm), dv.data_ptr<float>());
+    critic_tape.backward(dv);
+    start_critic_early(t_comm);
+    const auto& z = actor_tape.forward(actors[0], xb);
+    const auto terms = ppo::policy_loss_grad(
+        z.data_ptr<float>(), mb, na, rows_idx, u.A.data_ptr<std::int64_t>(),
+        u.OLD.data_ptr<float>(), u.adv->data(),
+        u.imitation > 0 ? u.TEACH.data_ptr<std::int64_t>() : nullptr, cfg.clip, cfg.entropy_coef,
+        u.imitation, actor_grads.seed(comm), dz.data_ptr<float>());
+    actor_tape.backward(dz);
+    s[0] += terms.policy_loss;
+    s[2] += terms.entropy;
+    s[3] += terms.approx_kl;
+    s[4] += terms.clip_frac;
+  }
+
+  /// --overlap-grads: the critic's allreduce starts before the actor's backward pass.
+  void start_critic_early(double& t_comm) {
+    if (!cfg.overlap_grads) return;
+    const double c0 = now();
+    critic_grads.start(comm);
+    t_comm += now() - c0;
   }
 
   std::vector<torch::Tensor> critic_params() const {
@@ -345,8 +470,9 @@ struct Mappo::Impl {
   std::vector<float> values(std::vector<float>& xc, int rows) const {
     torch::NoGradGuard g;
     auto t = nn::blob(xc, rows, cin, dev);
-    auto v = nn::host(pooled ? pooled_head(t, pool(local_embedding_sum(t)))
-                             : critic.ptr()->forward(t).squeeze(1));
+    auto v = fused ? act_critic_tape.forward(critic, t)
+                   : nn::host(pooled ? pooled_head(t, pool(local_embedding_sum(t)))
+                                     : critic.ptr()->forward(t).squeeze(1));
     std::vector<float> out(static_cast<std::size_t>(rows));
     for (int i = 0; i < rows; ++i)
       out[static_cast<std::size_t>(i)] = denorm(v.data_ptr<float>()[i]);
@@ -425,7 +551,15 @@ void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
     }
   torch::NoGradGuard g;
   auto X = torch::from_blob(m.last_x.data(), {rows, m.ain}, torch::kFloat32).to(m.dev);
-  auto logp_all = nn::host(torch::log_softmax(m.logits(X, m.local_agent_index(rows)), 1));
+  torch::Tensor logp_all;
+  // Training acts through the update's own forward pass; evaluation keeps torch's, which the
+  // exported policy computes too.
+  if (m.fused && m.training) {
+    logp_all = m.act_actor_tape.forward(m.actors[0], X);
+    nn::log_softmax_rows(logp_all.data_ptr<float>(), rows, m.na);
+  } else {
+    logp_all = nn::host(torch::log_softmax(m.logits(X, m.local_agent_index(rows)), 1));
+  }
   const float* lp = logp_all.data_ptr<float>();
   actions.resize(static_cast<std::size_t>(rows));
   m.last_act.resize(static_cast<std::size_t>(rows));
@@ -576,6 +710,7 @@ UpdateStats Mappo::update(const PolicyInput& last) {
     MARLSCHED_CHECK(static_cast<int>(m.teacher_act.size()) == M, "teacher actions missing");
     TEACH = torch::from_blob(m.teacher_act.data(), {M}, torch::kInt64).to(m.dev);
   }
+  const Impl::Batch u{X, C, A, OLD, ADV, TGT, AG, TEACH, &adv, &tgt, imitation};
 
   const auto actor_params = params_of(m.actors);
   const auto critic_params = m.critic_params();
@@ -600,60 +735,11 @@ UpdateStats Mappo::update(const PolicyInput& last) {
     for (int b = 0; b < batches; ++b) {
       const double t0 = now();
       double t_comm = 0;
-      auto idx =
-          torch::from_blob(perm.data() + static_cast<std::ptrdiff_t>(b) * mb, {mb}, torch::kInt64)
-              .to(m.dev);
-      auto logp_all =
-          torch::log_softmax(m.logits(X.index_select(0, idx), AG.index_select(0, idx)), 1);
-      auto a = A.index_select(0, idx);
-      auto new_logp = logp_all.gather(1, a.unsqueeze(1)).squeeze(1);
-      auto entropy = -(logp_all.exp() * logp_all).sum(1).mean();
-      auto old = OLD.index_select(0, idx);
-      auto ratio = torch::exp(new_logp - old);
-      auto adv_b = ADV.index_select(0, idx);
-      auto surr = torch::min(ratio * adv_b,
-                             torch::clamp(ratio, 1.0 - m.cfg.clip, 1.0 + m.cfg.clip) * adv_b);
-      auto policy_loss = -surr.mean();
-      const auto cb = C.index_select(0, idx);
-      torch::Tensor v, S, P;
-      if (m.pooled) {  // rows are whole groups: [group][k]
-        S = m.local_embedding_sum(cb);
-        P = m.pool(S, &t_comm).requires_grad_(true);
-        v = m.pooled_head(cb, P);
-      } else {
-        v = m.critic.ptr()->forward(cb).squeeze(1);
-      }
-      auto value_loss = torch::nn::functional::huber_loss(
-          v, TGT.index_select(0, idx),
-          torch::nn::functional::HuberLossFuncOptions().delta(m.cfg.huber_delta));
-      // The actor and critic graphs are disjoint, so two backward passes give the same gradients
-      // as one on the summed loss; the critic's go first so that their allreduce can run while
-      // the actor's backward pass does.
-      m.critic_grads.zero();
-      m.actor_grads.zero();
-      m.critic_grads.backward(m.cfg.value_coef * value_loss, m.comm);
-      if (m.pooled) {
-        // P's gradient on each rank is its share of the gradient of the ranks' mean loss (the
-        // bucket seeds backward with 1/size); pool() sums the shares and divides by n, which is
-        // d(loss)/d(each agent's embedding), and each rank carries that into the encoder through
-        // its own agents. The bucket then sums those encoder gradients over the ranks (already
-        // scaled by the seed, so not averaged again): the full gradient, with only embeddings
-        // and their gradients crossing the network.
-        S.backward(m.pool(P.grad(), &t_comm));
-      }
-      if (m.cfg.overlap_grads) {
-        const double c0 = now();
-        m.critic_grads.start(m.comm);
-        t_comm += now() - c0;
-      }
-      auto actor_loss = policy_loss - m.cfg.entropy_coef * entropy;
-      if (imitation > 0)  // cross-entropy of the teacher's actions in the visited states
-        actor_loss = actor_loss -
-                     imitation * logp_all.gather(1, TEACH.index_select(0, idx).unsqueeze(1)).mean();
-      if (m.cfg.share_actor)
-        m.actor_grads.backward(actor_loss, m.comm);
+      const std::int64_t* rows_idx = perm.data() + static_cast<std::ptrdiff_t>(b) * mb;
+      if (m.fused)
+        m.fused_gradients(u, rows_idx, mb, s, t_comm);
       else
-        actor_loss.backward();
+        m.autograd_gradients(u, rows_idx, mb, s, t_comm);
       const double t1 = now();
       if (m.cfg.share_actor) m.actor_grads.start(m.comm);
       if (!m.cfg.overlap_grads) m.critic_grads.start(m.comm);
@@ -661,21 +747,13 @@ UpdateStats Mappo::update(const PolicyInput& last) {
       m.actor_grads.finish();
       const double t2 = now();
       t_comm += t2 - t1;
-      s[5] += torch::nn::utils::clip_grad_norm_(actor_params, m.cfg.max_grad_norm);
-      s[6] += torch::nn::utils::clip_grad_norm_(critic_params, m.cfg.max_grad_norm);
-      m.actor_opt->step();
-      m.critic_opt->step();
+      s[5] += nn::clip_grad_norm(actor_params, m.cfg.max_grad_norm);
+      s[6] += nn::clip_grad_norm(critic_params, m.cfg.max_grad_norm);
+      nn::adam_step(*m.actor_opt);
+      nn::adam_step(*m.critic_opt);
       const double t3 = now();
       st.time_forward_backward += (t3 - t0) - t_comm;
       st.time_allreduce += t_comm;
-      {
-        torch::NoGradGuard g;
-        s[0] += policy_loss.item<double>();
-        s[1] += value_loss.item<double>();
-        s[2] += entropy.item<double>();
-        s[3] += (old - new_logp).mean().item<double>();
-        s[4] += ((ratio - 1.0).abs() > m.cfg.clip).to(torch::kFloat32).mean().item<double>();
-      }
       ++updates;
     }
   }

@@ -74,6 +74,14 @@ void GradBucket::backward(const torch::Tensor& loss, const Comm& comm) {
   prescaled_ = comm.size();
 }
 
+float GradBucket::seed(const Comm& comm) {
+  MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket seeded while its allreduce runs");
+  MARLSCHED_CHECK(prescaled_ == 0 || prescaled_ == comm.size(),
+                  "gradient bucket scaled for two communicators");
+  prescaled_ = comm.size();
+  return 1.0f / static_cast<float>(comm.size());
+}
+
 std::int64_t GradBucket::average(const Comm& comm) {
   MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket averaged while its allreduce runs");
   bind();

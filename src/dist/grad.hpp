@@ -38,6 +38,10 @@ class GradBucket {
   /// for bit, at power-of-two rank counts: scaling by 2^-k commutes with rounding). Call zero()
   /// first: gradients accumulated without the seed would be scaled wrongly.
   void backward(const torch::Tensor& loss, const Comm& comm);
+  /// For gradients written by hand instead of by backward() (nn::MlpTape): returns the seed they
+  /// must be scaled by (1/size, as backward() applies) and records it, so that finish() does not
+  /// scale them again. Call zero() first.
+  float seed(const Comm& comm);
   /// Averages the gradients over the ranks of `comm`: one in-place MPI_Allreduce, then a scale by
   /// 1/size unless backward() applied it already. Returns the number of floats reduced.
   std::int64_t average(const Comm& comm);
