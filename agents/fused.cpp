@@ -39,7 +39,9 @@ void tanh_inplace(float* x, std::int64_t n) {
     q = q * g + 0.5f;
     q = q * g + 1.f;
     q = q * g;
-    const std::int32_t bits = (static_cast<std::int32_t>(k) + 127) << 23;
+    const float kk = k == k ? k : 0.f;  // NaN: any exponent (q carries the NaN), no UB
+    const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(kk) + 127)
+                               << 23;
     float s;  // 2^k
     std::memcpy(&s, &bits, sizeof s);
     const float em1 = s * q + (s - 1.f);  // e^{2a} - 1

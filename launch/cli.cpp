@@ -10,6 +10,7 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include <unistd.h>
@@ -33,6 +34,7 @@
 #include "report.hpp"
 #include "slurm.hpp"
 #include "train/checkpoint.hpp"
+#include "train/run_dir.hpp"
 #include "train/trainer.hpp"
 
 namespace marlsched::cli {
@@ -258,6 +260,11 @@ int run(int argc, char** argv, const dist::Comm& comm) {
                    "continue RUN_DIR from its latest complete checkpoint (uses RUN_DIR/config.toml "
                    "unless --config is given)")
       ->check(CLI::ExistingDirectory);
+  bool force = false;
+  train_cmd.app->add_flag(
+      "--force", force,
+      "start afresh in a --run-dir that holds an earlier run: remove that run's files (config, "
+      "metrics, models, checkpoints, trajectories, TensorBoard, evaluations; nothing else) first");
   bool auto_resume = false;
   train_cmd.app->add_flag(
       "--auto-resume", auto_resume,
@@ -279,8 +286,9 @@ int run(int argc, char** argv, const dist::Comm& comm) {
                    "a policy written by `marlsched export` (any rank count)")
       ->check(CLI::ExistingFile);
   eval_cmd.app->add_option("--out", eval_out,
-                           "where to write eval.csv and eval.md (default: the model's run dir, "
-                           "the checkpoint or the policy file's directory)");
+                           "where to write eval.csv, eval.md and eval-episodes.csv (default: a "
+                           "new evals/K beside the model: in its run directory, the checkpoint's "
+                           "run directory or the policy file's directory)");
   eval_cmd.app
       ->add_option("--baselines", eval_baselines,
                    "heuristics to compare against (default: all of the env's)")
@@ -401,8 +409,11 @@ int run(int argc, char** argv, const dist::Comm& comm) {
                  : base_cmd.app->parsed() ? &base_cmd
                                           : nullptr;
   Prepared prep;
+  std::optional<RunDirLock> run_lock;  // a training's hold on its run directory, to the end
   std::string failure, resume_ckpt;
   try {
+    MARLSCHED_REQUIRE(cmd != &train_cmd || !force || resume_dir.empty(),
+                      "--force starts a run afresh; it does not go with --resume");
     if (cmd == &train_cmd && !resume_dir.empty() && train_cmd.config_path.empty()) {
       MARLSCHED_REQUIRE(
           std::filesystem::exists(resume_dir + "/config.toml"),
@@ -477,6 +488,23 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       if (cmd == &train_cmd) {
         train_cmd.learners.check_copies(train_cmd.run.algo, train_cmd.run.envs_per_rank);
         check_run_dir_writable(train_cmd.run.run_dir, comm.rank());
+        run_lock.emplace(train_cmd.run.run_dir, comm.rank());  // held until the job ends
+        const auto earlier =
+            resume_dir.empty() ? run_artifacts(train_cmd.run.run_dir) : std::vector<std::string>{};
+        if (!earlier.empty() && !force) {
+          std::string names;
+          for (const auto& e : earlier) names += (names.empty() ? "" : ", ") + e;
+          MARLSCHED_THROW(InputError,
+                          "run directory '"
+                              << train_cmd.run.run_dir << "' already holds a run (" << names
+                              << "): "
+                              << (latest_checkpoint(train_cmd.run.run_dir)
+                                      ? "continue it with --resume " + train_cmd.run.run_dir + ", "
+                                      : std::string())
+                              << "choose another --run-dir, or give --force to remove it and "
+                                 "start afresh");
+        }
+        if (!earlier.empty() && root) clear_run_artifacts(train_cmd.run.run_dir);
       }
       set_torch_threads(cmd->run.threads);
       if (root && blas_info().reference())
@@ -486,6 +514,12 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     }
     if (cmd == &eval_cmd) {
       if (!eval_config_tmp.empty()) std::filesystem::remove(eval_config_tmp);
+      if (eval_out.empty())  // every rank alike: nothing creates it before phase 2
+        eval_out = next_eval_dir(
+            !eval_policy.empty() ? std::filesystem::path(eval_policy).parent_path().string()
+            : !eval_ckpt.empty()
+                ? (std::filesystem::path(eval_ckpt) / "../..").lexically_normal().string()
+                : eval_run_dir);
       if (!eval_policy.empty()) {  // loads, and was trained for this many agents
         load_exported_policy(eval_policy, eval_cmd.run.agents_per_rank * comm.size(), true, 0);
       } else {
@@ -539,13 +573,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     }
     if (cmd == &eval_cmd) {
       LearnedPolicy learned{eval_run_dir, eval_ckpt, eval_policy};
-      const std::string out = !eval_out.empty() ? eval_out
-                              : !eval_policy.empty()
-                                  ? std::filesystem::path(eval_policy).parent_path().string()
-                              : !eval_ckpt.empty() ? eval_ckpt
-                                                   : eval_run_dir;
       evaluate_all(eval_cmd.run, eval_cmd.learners, *prep.factory, comm, learned, eval_baselines,
-                   greedy || eval_cmd.run.eval_greedy, out.empty() ? "." : out);
+                   greedy || eval_cmd.run.eval_greedy, eval_out);
       return 0;
     }
     if (cmd == &base_cmd) {

@@ -3,7 +3,8 @@
 # (launch/configs/main.toml: ES on 4 data-center agents on 4 MPI ranks, synthetic traces
 # calibrated on 2023 data), then evaluates the policy against every heuristic baseline and the
 # oracle bound on held-out seeds.
-# Extra arguments go to `marlsched train` (e.g. --iterations 300 --run-dir runs/long).
+# Extra arguments go to `marlsched train` (e.g. --iterations 300 --run-dir runs/long). Each run
+# starts afresh (--force): it replaces the previous main run in its run directory.
 set -euo pipefail
 HERE=$(dirname "$0")
 bash "$HERE/install-deps.sh"
@@ -11,4 +12,4 @@ source "$HERE/env.sh"
 bash "$HERE/build.sh" -DMARLSCHED_BUILD_TESTS=OFF -DMARLSCHED_BUILD_BENCH=OFF
 NP=${MARLSCHED_NP:-4}
 exec mpirun -n "$NP" "$MARLSCHED_BUILD/launch/marlsched" train \
-  --config "$MARLSCHED_ROOT/launch/configs/main.toml" --run-dir "${MARLSCHED_RUN_DIR:-runs/main}" "$@"
+  --config "$MARLSCHED_ROOT/launch/configs/main.toml" --run-dir "${MARLSCHED_RUN_DIR:-runs/main}" --force "$@"

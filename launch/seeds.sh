@@ -6,7 +6,7 @@
 # job array instead.
 #   bash launch/seeds.sh N OUT [train options...]     e.g. bash launch/seeds.sh 5 runs/seeds
 # MARLSCHED_NP sets the rank count (default 4, as launch/run.sh); the config defaults to the main
-# job's, launch/configs/main.toml (give --config to change it).
+# job's, launch/configs/main.toml (give --config to change it). Each seed starts afresh (--force).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: bash launch/seeds.sh N OUT [train options...]" >&2; exit 2; }
 N=$1 OUT=$2
@@ -22,7 +22,7 @@ NP=${MARLSCHED_NP:-4}
 runs=()
 for k in $(seq 1 "$N"); do
   echo "== seed $k of $N"
-  mpirun -n "$NP" "$BIN" train "${CONFIG[@]}" --seed "$k" --run-dir "$OUT/seed-$k" --quiet "$@" \
+  mpirun -n "$NP" "$BIN" train "${CONFIG[@]}" --seed "$k" --run-dir "$OUT/seed-$k" --force --quiet "$@" \
     | grep -v "^time split\|^peak resident\|^parameters identical"
   runs+=("$OUT/seed-$k")
 done

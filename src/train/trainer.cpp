@@ -632,6 +632,7 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
       auto with_bound = rows;
       if (!bound.policy.empty()) with_bound.push_back(bound);
       write_file_atomic(out_dir + "/eval-episodes.csv", format_eval_episodes_csv(with_bound));
+      std::cout << "wrote " << out_dir << "/eval.csv, eval.md and eval-episodes.csv" << std::endl;
     }
   }
   comm.barrier();

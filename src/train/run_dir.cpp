@@ -1,0 +1,113 @@
+#include "train/run_dir.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace marlsched {
+
+namespace fs = std::filesystem;
+
+namespace {
+/// A run's own outputs: exact names, and prefix/suffix patterns (model-rank-R.pt).
+bool is_artifact(const std::string& name) {
+  static const char* exact[] = {"config.toml", "metrics.csv",       "timing.csv",   "eval.csv",
+                                "eval.md",     "eval-episodes.csv", "eval.svg",     "training.svg",
+                                "policy.pt",   "checkpoints",       "trajectories", "tb",
+                                "evals"};
+  for (const char* e : exact)
+    if (name == e) return true;
+  const std::string prefix = "model-rank-", suffix = ".pt";
+  return name.size() > prefix.size() + suffix.size() && name.rfind(prefix, 0) == 0 &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string holder_of(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line.empty() ? "unknown" : line;
+}
+}  // namespace
+
+RunDirLock::RunDirLock(const std::string& run_dir, int rank) {
+  const std::string path = run_dir + "/.lock-rank-" + std::to_string(rank);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    MARLSCHED_THROW(InputError,
+                    "cannot create the lock file '" << path << "': " << std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK)
+      MARLSCHED_THROW(InputError, "run directory '"
+                                      << run_dir << "' is in use by another marlsched job ("
+                                      << holder_of(path)
+                                      << "): wait for it to end, or choose another --run-dir");
+    MARLSCHED_THROW(InputError, "cannot lock '" << path << "': " << std::strerror(err));
+  }
+  // Who holds it, for the message another job prints.
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char when[32] = {0};
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
+  std::ostringstream who;
+  who << "pid " << ::getpid() << " on " << host << " since " << when << "\n";
+  const std::string text = who.str();
+  if (::ftruncate(fd_, 0) == 0) {
+    const ssize_t n = ::pwrite(fd_, text.data(), text.size(), 0);
+    (void)n;  // the note is informational: a lock without it is still a lock
+  }
+}
+
+RunDirLock::RunDirLock(RunDirLock&& o) noexcept : fd_(o.fd_) {
+  o.fd_ = -1;
+}
+
+RunDirLock::~RunDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
+}
+
+std::vector<std::string> run_artifacts(const std::string& run_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (is_artifact(name)) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void clear_run_artifacts(const std::string& run_dir) {
+  for (const auto& name : run_artifacts(run_dir)) {
+    std::error_code ec;
+    fs::remove_all(fs::path(run_dir) / name, ec);
+    if (ec && fs::exists(fs::path(run_dir) / name))
+      MARLSCHED_THROW(InputError, "cannot remove '" << (fs::path(run_dir) / name).string()
+                                                    << "': " << ec.message());
+  }
+}
+
+std::string next_eval_dir(const std::string& base) {
+  const fs::path root = fs::path(base.empty() ? "." : base) / "evals";
+  for (int k = 1;; ++k) {
+    const fs::path p = root / std::to_string(k);
+    if (!fs::exists(p)) return p.string();
+  }
+}
+
+}  // namespace marlsched
