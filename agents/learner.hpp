@@ -35,6 +35,9 @@ struct StatName {
 struct UpdateStats {
   std::vector<double> values;
   double time_forward_backward = 0, time_allreduce = 0;
+  /// False when the update took no gradient step (a replay buffer still warming up): its
+  /// loss statistics are then NaN by design. After a step, every statistic must be finite.
+  bool stepped = true;
 };
 
 class Learner : public Policy {

@@ -627,7 +627,10 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     const auto* me = dynamic_cast<const Error*>(&e);
     report_error("marlsched: error on rank " + std::to_string(comm.rank()) + " of " +
                  std::to_string(comm.size()) + ": " + e.what() +
-                 (me && !me->where().empty() ? " (at " + me->where() + ")" : "") +
+                 (me && !me->where().empty() && !dynamic_cast<const ConfigError*>(&e) &&
+                          !dynamic_cast<const InputError*>(&e)
+                      ? " (at " + me->where() + ")"
+                      : "") +
                  "; aborting the job");
     comm.abort(1);
   }

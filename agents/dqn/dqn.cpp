@@ -374,6 +374,7 @@ UpdateStats Dqn::update(const PolicyInput& last) {
   const double div =
       static_cast<double>(steps) * static_cast<double>(m.online.size()) * m.comm.size();
   const double nan = std::numeric_limits<double>::quiet_NaN();
+  st.stepped = steps > 0;
   st.values = {steps ? s[0] / div : nan, steps ? s[1] / div : nan, m.epsilon(),
                steps ? s[2] / div : nan, static_cast<double>(replay_size())};
   return st;

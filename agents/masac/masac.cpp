@@ -505,6 +505,7 @@ UpdateStats Masac::update(const PolicyInput& last) {
   m.comm.allreduce_sum(s, 4);
   const double div = static_cast<double>(steps) * m.comm.size();
   const double nan = std::numeric_limits<double>::quiet_NaN();
+  st.stepped = steps > 0;
   st.values = {
       steps ? s[0] / div : nan, steps ? s[1] / div : nan, m.alpha(),
       steps ? s[2] / div : nan, steps ? s[3] / div : nan, static_cast<double>(m.replay.size)};

@@ -239,6 +239,7 @@ UpdateStats TwoTimescaleDqn::update(const PolicyInput& last) {
   st.values.insert(st.values.end(), s.values.begin(), s.values.end());
   st.time_forward_backward = l.time_forward_backward + s.time_forward_backward;
   st.time_allreduce = l.time_allreduce + s.time_allreduce;
+  st.stepped = l.stepped && s.stepped;  // each head's NaNs are its own warm-up's
   return st;
 }
 

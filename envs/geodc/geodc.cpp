@@ -194,8 +194,17 @@ void Config::validate(int num_agents) const {
   parse_fx(fx);
   trace_start_hour(*this);
   MARLSCHED_REQUIRE(trace_days > 0, "--trace-days must be positive");
-  for (double w : {w_work, w_util, w_cost, w_carbon, w_sla})
-    MARLSCHED_REQUIRE(std::isfinite(w), "reward weights must be finite");
+  // Rewards are float32 in the learners and trajectories: a weight that scales an episode's
+  // hundreds of GPU-hours, dollars or kilograms beyond float range is refused here, not found as
+  // an infinite reward later.
+  const char* names[] = {"--w-work", "--w-util", "--w-cost", "--w-carbon", "--w-sla"};
+  int i = 0;
+  for (double w : {w_work, w_util, w_cost, w_carbon, w_sla}) {
+    MARLSCHED_REQUIRE(std::isfinite(w) && std::abs(w) <= 1e6,
+                      names[i] << " must be finite and within ±1e6 (rewards are float32), got "
+                               << w);
+    ++i;
+  }
 }
 
 EnvSpec make_spec(const Config& cfg, int num_agents) {

@@ -166,6 +166,49 @@ std::string fmt_eta(double s) {
 }  // namespace
 
 namespace {
+/// Stops the run at the first non-finite value the env hands this rank's agents (a NaN or
+/// infinite reward, reward component or observation), naming where it appeared: left alone it
+/// turns every loss NaN and the run still ends with exit 0 and a NaN model.
+void check_env_finite(const World& world, const EnvSpec& spec, int it, int t) {
+  const int d = spec.obs_dim(), nc = static_cast<int>(spec.reward_components.size());
+  for (int c = 0; c < world.copies(); ++c) {
+    const GlobalObs obs = world.obs(c);
+    for (int kk = 0; kk < world.local_agents(); ++kk) {
+      const int a = world.first_agent() + kk;
+      std::string what;
+      double v = world.reward(c, a);
+      if (!std::isfinite(v)) what = "reward";
+      for (int j = 0; what.empty() && j < nc; ++j)
+        if (v = world.component(c, a, j); !std::isfinite(v))
+          what = "reward component '" + spec.reward_components[static_cast<std::size_t>(j)] + "'";
+      for (int f = 0; what.empty() && f < d; ++f)
+        if (v = obs.row(a)[f]; !std::isfinite(v))
+          what = "observation '" + spec.obs_fields[static_cast<std::size_t>(f)] + "'";
+      if (!what.empty())
+        MARLSCHED_THROW(InputError, "the env gave agent "
+                                        << a << " a non-finite " << what << " (" << v
+                                        << ") at iteration " << it << ", step " << t + 1
+                                        << ", env copy " << c
+                                        << ": a trace value or an option too large for float "
+                                           "arithmetic? (check the traces and reward weights)");
+    }
+  }
+}
+
+/// Stops the run when an update reports a non-finite statistic (a NaN or infinite loss or
+/// gradient norm: the parameters are no longer trustworthy), before anything saves them.
+void check_update_finite(const UpdateStats& us, const std::vector<StatName>& names,
+                         const std::string& algo, int it) {
+  for (std::size_t i = 0; i < us.values.size() && i < names.size(); ++i) {
+    const double v = us.values[i];
+    if (std::isfinite(v) || (std::isnan(v) && !us.stepped)) continue;
+    MARLSCHED_THROW(InputError, algo << "'s update at iteration " << it << " gave a non-finite "
+                                     << names[i].column << " (" << v
+                                     << "); the run stops before saving its parameters (a "
+                                        "learning rate or a reward scale too large?)");
+  }
+}
+
 volatile std::sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) {
   g_stop_signal = sig;
@@ -366,6 +409,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
         t_log += now() - l0;
       }
       world.step(actions);
+      check_env_finite(world, spec, it, t);
       for (int c = 0; c < e; ++c) {
         double total = 0;
         for (int a = 0; a < n; ++a) {
@@ -414,6 +458,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     const double u0 = now();
     dist::heartbeat("update");
     const UpdateStats us = agent->update(world.policy_input());
+    check_update_finite(us, agent->stat_names(), run.algo, it);
     t_update += now() - u0 - us.time_allreduce;
     t_allreduce += us.time_allreduce;
     // A stop request (Slurm's warning signal, SIGTERM, SIGINT) on any rank stops every rank

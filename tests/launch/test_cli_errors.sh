@@ -51,8 +51,19 @@ expect_error "unparsable timestamp" 2 "badts.csv:3: unparsable timestamp" -- \
 printf 'Datetime,Price (USD/MWh)\n2023-01-01 00:00:00,1\n2023-01-01 01:00:00,nan\n' > nanv.csv
 expect_error "NaN in a trace" 2 "nanv.csv:3" -- \
   "$BIN" train --agents-per-rank 4 --price-files nanv.csv,nanv.csv,nanv.csv,nanv.csv
-expect_error "NaN reward weight" 2 "reward weights must be finite" -- \
+expect_error "NaN reward weight" 2 "w-carbon must be finite and within" -- \
   mpi 2 "$BIN" train --agents-per-rank 2 --w-carbon nan
+expect_error "a reward weight beyond float range" 2 "w-cost must be finite and within ±1e6 (rewards are float32), got 1e+308" -- \
+  mpi 2 "$BIN" train --agents-per-rank 2 --w-cost 1e308
+# Non-finite numbers during the run: the first one stops it, named, before any model is saved.
+printf 'Datetime,Price (USD/MWh)\n2023-01-01 00:00:00,1e308\n' > huge.csv
+for h in $(seq 1 400); do printf '2023-01-%02d %02d:00:00,1e308\n' $((1 + h / 24)) $((h % 24)); done >> huge.csv
+expect_error "a trace value that overflows the reward" 1 "the env gave agent 0 a non-finite reward (-inf) at iteration 1, step 1" -- \
+  "$BIN" train --agents-per-rank 4 --price-files huge.csv,huge.csv,huge.csv,huge.csv --run-dir huge
+[ ! -e huge/model-rank-0.pt ] || fail "a run with an infinite reward saved a model"
+expect_error "a learning rate that overflows the update" 1 "mappo's update at iteration 1 gave a non-finite policy_loss" -- \
+  "$BIN" train --agents-per-rank 4 --iterations 3 --lr-actor 1e308 --run-dir hugelr
+[ ! -e hugelr/model-rank-0.pt ] || fail "a run with a NaN loss saved a model"
 expect_error "NaN learning rate" 2 "lr-actor must be positive, got nan" -- \
   "$BIN" train --agents-per-rank 4 --lr-actor nan
 expect_error "unknown device" 2 "device must be cpu, cuda or cuda:N, got 'gpu'" -- \
