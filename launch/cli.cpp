@@ -67,6 +67,36 @@ void check_run_dir_writable(const std::string& run_dir, int rank) {
   std::filesystem::remove(probe, ec);
 }
 
+/// CLI11's message for a command-line error, with the nearest known option for each unknown
+/// --flag (searched in the subcommand being parsed).
+std::string describe_parse_error(CLI::App& app, const CLI::ParseError& e) {
+  std::string msg = e.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr) return msg;
+  const CLI::App* sub = &app;
+  for (const CLI::App* s = &app; s != nullptr;) {  // the deepest subcommand parsed
+    sub = s;
+    const auto subs = s->get_subcommands();
+    s = subs.empty() ? nullptr : subs.back();
+  }
+  std::istringstream words(msg.substr(msg.find(':') + 1));
+  std::string w, hints;
+  while (words >> w) {
+    if (w.rfind("--", 0) != 0) continue;
+    const std::string key = w.substr(2, w.find('=') - 2);
+    std::string best;
+    std::size_t bd = SIZE_MAX;
+    for (const CLI::Option* o : sub->get_options())
+      for (const auto& name : o->get_lnames())
+        if (const auto d = edit_distance(key, name); d < bd) {
+          bd = d;
+          best = name;
+        }
+    if (!best.empty() && bd <= std::max<std::size_t>(2, key.size() / 3))
+      hints += (hints.empty() ? " (did you mean " : ", ") + std::string("--") + best;
+  }
+  return msg + (hints.empty() ? "" : hints + "?)");
+}
+
 /// Everything a run-like subcommand binds.
 struct Command {
   CLI::App* app = nullptr;
@@ -359,9 +389,15 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (root) return app.exit(e);
-    std::ostringstream sink;
-    return app.exit(e, sink, sink);
+    if (e.get_exit_code() == 0) {  // --help, --version: CLI11 prints them
+      if (root) return app.exit(e);
+      std::ostringstream sink;
+      return app.exit(e, sink, sink);
+    }
+    // Bad input on the command line: one line and exit 2, as everywhere (CLI11's own codes,
+    // 105-109, and its "Run with --help" trailer say less), with the nearest option for a typo.
+    if (root) report_error("marlsched: error: " + describe_parse_error(app, e));
+    return 2;
   }
 
   if (exp->parsed())  // rank 0 alone reads every rank's model

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
+#include <filesystem>
 #include <sstream>
+
+#include <toml++/toml.h>
 
 #include "core/error.hpp"
 #include "core/version.hpp"
@@ -65,15 +68,71 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
-void apply_config_file(CLI::App* sub, const Binder& binder, const std::string& path) {
-  std::vector<CLI::ConfigItem> items;
-  try {
-    items = CLI::ConfigTOML().from_file(path);
-  } catch (const CLI::Error& e) {
-    MARLSCHED_THROW(ConfigError, "cannot read config file '" << path << "': " << e.what());
+namespace {
+/// One key of a config file, flattened: sections only organise the file (README).
+struct ConfigKey {
+  std::string name, fullname;       ///< the key, and section.key for messages
+  std::vector<std::string> inputs;  ///< the value as CLI11 takes it (an array: one per element)
+  std::uint32_t line = 0;
+};
+
+std::string scalar_text(const ::toml::node& v, const std::string& path, const ConfigKey& k) {
+  if (const auto* s = v.as_string()) return s->get();
+  if (const auto* i = v.as_integer()) return std::to_string(i->get());
+  if (const auto* f = v.as_floating_point()) {  // shortest text that reads back the same
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, f->get());
+    return std::string(buf, r.ptr);
   }
+  if (const auto* b = v.as_boolean()) return b->get() ? "true" : "false";
+  MARLSCHED_THROW(ConfigError, path << ":" << k.line << ": '" << k.fullname
+                                    << "': expected a string, number, boolean or array of them"
+                                    << (v.is_date_time() || v.is_date() || v.is_time()
+                                            ? " (write dates and times as strings, e.g. "
+                                              "\"2023-01-01 00:00\")"
+                                            : ""));
+}
+
+void flatten(const ::toml::table& t, const std::string& prefix, const std::string& path,
+             std::vector<ConfigKey>& out) {
+  for (const auto& [key, node] : t) {
+    ConfigKey k;
+    k.name = std::string(key.str());
+    k.fullname = prefix.empty() ? k.name : prefix + "." + k.name;
+    k.line = node.source().begin.line;
+    if (const auto* sub = node.as_table()) {
+      flatten(*sub, k.fullname, path, out);
+      continue;
+    }
+    if (const auto* arr = node.as_array()) {
+      for (const auto& e : *arr) k.inputs.push_back(scalar_text(e, path, k));
+    } else {
+      k.inputs.push_back(scalar_text(node, path, k));
+    }
+    out.push_back(std::move(k));
+  }
+}
+}  // namespace
+
+void apply_config_file(CLI::App* sub, const Binder& binder, const std::string& path) {
+  // toml++ (Debian's libtomlplusplus-dev), not CLI11's reader: CLI11 accepts malformed TOML (a
+  // key without a value, an unterminated string or array, a section given twice) and reads it
+  // as something else; a real TOML parser reports file, line and column instead.
+  MARLSCHED_REQUIRE(std::filesystem::is_regular_file(path),
+                    "config file '" << path << "' "
+                                    << (std::filesystem::exists(path) ? "is not a regular file"
+                                                                      : "does not exist"));
+  ::toml::table doc;
+  try {
+    doc = ::toml::parse_file(path);
+  } catch (const ::toml::parse_error& e) {
+    MARLSCHED_THROW(ConfigError, path << ":" << e.source().begin.line << ":"
+                                      << e.source().begin.column
+                                      << ": not valid TOML: " << e.description());
+  }
+  std::vector<ConfigKey> items;
+  flatten(doc, "", path, items);
   for (const auto& item : items) {
-    if (item.name == "++" || item.name == "--") continue;  // section open/close markers
     std::string key = item.name;
     for (auto& ch : key)
       if (ch == '_') ch = '-';
@@ -89,12 +148,12 @@ void apply_config_file(CLI::App* sub, const Binder& binder, const std::string& p
         }
       }
       std::ostringstream os;
-      os << path << ": unknown config key '" << item.fullname() << "'";
+      os << path << ":" << item.line << ": unknown config key '" << item.fullname << "'";
       if (bd <= std::max<std::size_t>(2, key.size() / 3)) os << " (did you mean '" << best << "'?)";
       MARLSCHED_THROW(ConfigError, os.str());
     }
     if (op->count() > 0) continue;  // the command line wins
-    if (item.inputs.empty() || (item.inputs.size() == 1 && item.inputs[0].empty())) {
+    if (item.inputs.empty()) {
       const Binder::Entry* entry = nullptr;
       for (const auto& e : binder.entries())
         if (e.flag == key) entry = &e;
@@ -107,7 +166,8 @@ void apply_config_file(CLI::App* sub, const Binder& binder, const std::string& p
       op->add_result(item.inputs);
       op->run_callback();
     } catch (const CLI::Error& e) {
-      MARLSCHED_THROW(ConfigError, path << ": bad value for '" << key << "': " << e.what());
+      MARLSCHED_THROW(ConfigError,
+                      path << ":" << item.line << ": bad value for '" << key << "': " << e.what());
     }
   }
 }

@@ -7,7 +7,7 @@ PACKAGES=(
   libtorch-dev
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev hdf5-tools
-  libcli11-dev libbenchmark-dev libgtest-dev
+  libcli11-dev libtomlplusplus-dev libbenchmark-dev libgtest-dev
   python3-torch python3-h5py
   slurm-wlm munge
   libopenblas0-pthread

@@ -32,6 +32,27 @@ expect_error "zero time slot" 2 "slot-minutes must divide 60" -- \
 printf 'iterations = 2\nagents-per-rank = 4\nlr_actr = 0.1\n' > typo.toml
 expect_error "misspelled config key" 2 "unknown config key 'lr_actr'.*did you mean 'lr-actor'" -- \
   mpi 2 "$BIN" train --config typo.toml
+# Malformed TOML: file, line and column from the TOML parser, exit 2, nothing trained.
+bad_toml() {
+  printf "$2" > bad.toml
+  expect_error "config file: $1" 2 "$3" -- "$BIN" train --config bad.toml --agents-per-rank 4 --run-dir badtoml
+  [ ! -e badtoml/metrics.csv ] || fail "config file: $1: a run started"
+}
+bad_toml "a key without a value" 'iterations =\n' "bad.toml:1:13: not valid TOML: .*expected value"
+bad_toml "an unterminated string" 'run-dir = "/tmp/x\n' "bad.toml:1:18: not valid TOML"
+bad_toml "an unterminated array" 'gpus = [64, 48\n' "bad.toml:1:16: not valid TOML: .*array"
+bad_toml "a section given twice" '[run]\nseed = 1\n[run]\nseed = 2\n' "bad.toml:3:1: not valid TOML: .*redefine existing table 'run'"
+bad_toml "a key given twice" 'seed = 1\nseed = 2\n' "bad.toml:2:.*redefine existing integer 'seed'"
+bad_toml "an unquoted date" 'trace-start = 2023-01-01T00:00:00\n' "write dates and times as strings"
+head -c 300 "$BIN" > binary.toml
+expect_error "a binary file as config" 2 "binary.toml:1:[0-9]*: not valid TOML" -- "$BIN" train --config binary.toml
+expect_error "a missing config file" 2 "File does not exist: nowhere.toml" -- "$BIN" train --config nowhere.toml
+expect_error "a directory as config file" 2 "File is actually a directory" -- "$BIN" train --config .
+# Command-line typos: one line, exit 2 (not CLI11's 109), the nearest option.
+expect_error "a misspelled flag" 2 "not expected: .*--lr-actr.*(did you mean --lr-actor?)" -- \
+  "$BIN" train --lr-actr 0.1
+expect_error "a value of the wrong type" 2 "Could not convert: --iterations = abc" -- \
+  "$BIN" train --iterations abc
 printf 'agents-per-rank = "many"\n' > badval.toml
 expect_error "bad config value" 2 "bad value for 'agents-per-rank'" -- "$BIN" train --config badval.toml
 printf 'Datetime,Price (USD/MWh)\n2023-01-01 00:00:00,1\n2023-01-01 03:00:00,2\n' > gap.csv
