@@ -49,6 +49,13 @@ void tanh_inplace(float* x, std::int64_t n) {
   }
 }
 
+void ensure_shape(torch::Tensor& t, std::int64_t rows, std::int64_t cols) {
+  if (!t.defined())
+    t = torch::empty({rows, cols}, torch::kFloat32);
+  else if (t.size(0) != rows || t.size(1) != cols)
+    t.resize_({rows, cols});
+}
+
 void log_softmax_rows(float* z, std::int64_t rows, int cols) {
   for (std::int64_t r = 0; r < rows; ++r) {
     float* row = z + r * cols;
@@ -84,14 +91,6 @@ void adam_loop(float* w, const float* g, float* m, float* v, std::int64_t n, flo
     v[i] = v[i] * b2 + (1.f - b2) * g[i] * g[i];
     w[i] -= step * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
   }
-}
-
-/// Resizes `t` to [rows, cols] float32 (allocating only when it grows).
-void ensure(torch::Tensor& t, std::int64_t rows, std::int64_t cols) {
-  if (!t.defined())
-    t = torch::empty({rows, cols}, torch::kFloat32);
-  else if (t.size(0) != rows || t.size(1) != cols)
-    t.resize_({rows, cols});
 }
 
 torch::Tensor& grad_slot(const torch::Tensor& p) {
@@ -144,7 +143,7 @@ const torch::Tensor& MlpTape::forward(const Mlp& net, const torch::Tensor& X) {
   for (std::size_t i = 0; i <= layers.size(); ++i) {
     const auto& lin = i == layers.size() ? net_->head : layers[i];
     const int out = static_cast<int>(lin->weight.size(0));
-    ensure(out_[i], rows, out);
+    ensure_shape(out_[i], rows, out);
     float* y = out_[i].data_ptr<float>();
     const float* b = lin->bias.data_ptr<float>();
     for (int r = 0; r < rows; ++r) std::copy(b, b + out, y + static_cast<std::ptrdiff_t>(r) * out);
@@ -183,7 +182,7 @@ void MlpTape::backward(const torch::Tensor& dy) {
     }
     if (i == 0) break;
     auto& dh = delta_[i - 1];
-    ensure(dh, rows, in);
+    ensure_shape(dh, rows, in);
     float* g = dh.data_ptr<float>();
     gemm(false, false, rows, in, out, d, out, lin->weight.data_ptr<float>(), in, 0.f, g,
          in);  // dh = d W

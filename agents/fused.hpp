@@ -24,6 +24,9 @@ namespace marlsched::nn {
 /// 1.5e-7 absolute and 3e-7 relative (two to four float ulps) instead of torch's one ulp.
 void tanh_inplace(float* x, std::int64_t n);
 
+/// Makes `t` a float32 [rows, cols] buffer, allocating only when it is undefined or grows.
+void ensure_shape(torch::Tensor& t, std::int64_t rows, std::int64_t cols);
+
 /// log-softmax of each of `rows` rows of `cols` logits, in place.
 void log_softmax_rows(float* z, std::int64_t rows, int cols);
 

@@ -42,7 +42,10 @@ class Binder final : public OptionBinder {
   void group(const std::string& name) override { group_ = name; }
   void add(const std::string& f, int& v, const std::string& h) override { opt(f, v, h); }
   void add(const std::string& f, std::int64_t& v, const std::string& h) override { opt(f, v, h); }
-  void add(const std::string& f, std::uint64_t& v, const std::string& h) override { opt(f, v, h); }
+  void add(const std::string& f, std::uint64_t& v, const std::string& h) override {
+    opt(f, v, h);  // CLI11 would read -1 as 2^64 - 1
+    app_->get_option("--" + f)->check(CLI::NonNegativeNumber);
+  }
   void add(const std::string& f, double& v, const std::string& h) override { opt(f, v, h); }
   void add(const std::string& f, std::string& v, const std::string& h) override { opt(f, v, h); }
   void add(const std::string& f, bool& v, const std::string& h) override {

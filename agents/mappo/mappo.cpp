@@ -316,16 +316,10 @@ struct Mappo::Impl {
                        double& t_comm) {
     torch::NoGradGuard g;
     auto idx = torch::from_blob(const_cast<std::int64_t*>(rows_idx), {mb}, torch::kInt64);
-    if (!xb.defined()) {
-      xb = torch::empty({mb, ain});
-      cb = torch::empty({mb, cin});
-      dz = torch::empty({mb, na});
-      dv = torch::empty({mb, 1});
-    }
-    xb.resize_({mb, ain});
-    cb.resize_({mb, cin});
-    dz.resize_({mb, na});
-    dv.resize_({mb, 1});
+    nn::ensure_shape(xb, mb, ain);
+    nn::ensure_shape(cb, mb, cin);
+    nn::ensure_shape(dz, mb, na);
+    nn::ensure_shape(dv, mb, 1);
     at::index_select_out(xb, u.X, 0, idx);
     at::index_select_out(cb, u.C, 0, idx);
     critic_grads.zero();

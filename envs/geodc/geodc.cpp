@@ -125,6 +125,9 @@ void Config::validate(int num_agents) const {
   MARLSCHED_REQUIRE(n > 0, "--sites: at least one data center is needed");
   require_per_site(regions, n, "regions");
   require_per_site(utc_offsets, n, "utc-offsets");
+  for (double o : utc_offsets)  // the world's time zones run from UTC-12 to UTC+14
+    MARLSCHED_REQUIRE(std::isfinite(o) && o >= -12 && o <= 14,
+                      "--utc-offsets must be hours in [-12, 14], got " << o);
   require_per_site(gpus, n, "gpus");
   require_per_site(pue, n, "pue");
   require_per_site(arrival_rates, n, "arrival-rates");
@@ -168,7 +171,9 @@ void Config::validate(int num_agents) const {
       MARLSCHED_REQUIRE(v >= 0 && std::isfinite(v), "--" << flag << " values must be >= 0");
       s += v;
     }
-    MARLSCHED_REQUIRE(s > 0, "--" << flag << " must not be all zero");
+    // Probabilities, not weights: a mix that does not sum to 1 is a typo more often than not.
+    MARLSCHED_REQUIRE(std::abs(s - 1) <= 1e-6,
+                      "--" << flag << " are probabilities and must sum to 1, got " << s);
   };
   check_probs(type_mix, kNumJobTypes, "type-mix");
   MARLSCHED_REQUIRE(!slack_tiers.empty(), "--slack-tiers needs at least one value");
@@ -200,9 +205,9 @@ void Config::validate(int num_agents) const {
   const char* names[] = {"--w-work", "--w-util", "--w-cost", "--w-carbon", "--w-sla"};
   int i = 0;
   for (double w : {w_work, w_util, w_cost, w_carbon, w_sla}) {
-    MARLSCHED_REQUIRE(std::isfinite(w) && std::abs(w) <= 1e6,
-                      names[i] << " must be finite and within ±1e6 (rewards are float32), got "
-                               << w);
+    MARLSCHED_REQUIRE(
+        std::isfinite(w) && std::abs(w) <= 1e6,
+        names[i] << " must be finite and within ±1e6 (rewards are float32), got " << w);
     ++i;
   }
 }

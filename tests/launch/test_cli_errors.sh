@@ -53,6 +53,11 @@ expect_error "a misspelled flag" 2 "not expected: .*--lr-actr.*(did you mean --l
   "$BIN" train --lr-actr 0.1
 expect_error "a value of the wrong type" 2 "Could not convert: --iterations = abc" -- \
   "$BIN" train --iterations abc
+expect_error "a negative seed" 2 "seed: Value -1 not in range" -- "$BIN" train --seed -1
+expect_error "a job mix that does not sum to 1" 2 "type-mix are probabilities and must sum to 1, got 0.7" -- \
+  "$BIN" train --agents-per-rank 4 --type-mix 0.5,0.1,0.1
+expect_error "an impossible UTC offset" 2 "utc-offsets must be hours in \[-12, 14\], got 30" -- \
+  "$BIN" train --agents-per-rank 4 --utc-offsets -8,1,8,30
 printf 'agents-per-rank = "many"\n' > badval.toml
 expect_error "bad config value" 2 "bad value for 'agents-per-rank'" -- "$BIN" train --config badval.toml
 printf 'Datetime,Price (USD/MWh)\n2023-01-01 00:00:00,1\n2023-01-01 03:00:00,2\n' > gap.csv
