@@ -105,7 +105,7 @@ std::int64_t trace_start_hour(const Config& c) {
 /// A trace file must hold the hour that episodes count from and at least one whole episode;
 /// past its end the series wraps (one year of data drives any number of days).
 void check_coverage(const HourlySeries& s, const std::string& path, std::int64_t t0,
-                    int episode_hours) {
+                    int episode_hours, int trace_days) {
   const auto n = static_cast<std::int64_t>(s.values.size());
   if (t0 < s.start_hour || t0 >= s.start_hour + n)
     MARLSCHED_THROW(InputError, path << " covers " << csv::format_datetime(s.start_hour * 3600)
@@ -117,6 +117,17 @@ void check_coverage(const HourlySeries& s, const std::string& path, std::int64_t
     MARLSCHED_THROW(InputError, path << " holds " << n << " hours, shorter than one episode ("
                                      << episode_hours
                                      << " hours: --episode-slots x --slot-minutes)");
+  // Episodes start within --trace-days of --trace-start: every start must lie in the file (an
+  // episode that runs past the file's last hour continues from its first, as a year wraps to
+  // its own January; a start beyond it would silently reuse data from elsewhere).
+  const std::int64_t last_start = t0 + static_cast<std::int64_t>(trace_days) * 24 - 1;
+  if (last_start >= s.start_hour + n)
+    MARLSCHED_THROW(InputError,
+                    path << " ends at " << csv::format_datetime((s.start_hour + n - 1) * 3600)
+                         << ", but --trace-days " << trace_days << " from --trace-start "
+                         << csv::format_datetime(t0 * 3600) << " starts episodes up to "
+                         << csv::format_datetime(last_start * 3600) << ": give --trace-days "
+                         << (s.start_hour + n - t0) / 24 << " or less");
 }
 }  // namespace
 
@@ -286,14 +297,14 @@ std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int n
         d->carbon = load_carbon_csv(cfg.carbon_files[si], cfg.carbon_column == "lca"
                                                               ? CarbonColumn::kLifecycle
                                                               : CarbonColumn::kDirect);
-        check_coverage(d->carbon, cfg.carbon_files[si], t0, episode_hours);
+        check_coverage(d->carbon, cfg.carbon_files[si], t0, episode_hours, cfg.trace_days);
       }
       if (cfg.price_files.empty())
         d->price =
             synth_price(zone_profile(cfg.sites[si]), t0, hours, derive_seed(cfg.trace_seed, {si}));
       else {
         d->price = load_price_csv(cfg.price_files[si], fx);
-        check_coverage(d->price, cfg.price_files[si], t0, episode_hours);
+        check_coverage(d->price, cfg.price_files[si], t0, episode_hours, cfg.trace_days);
       }
       per_site[si] = d;
     }
