@@ -139,9 +139,23 @@ def logits(self, obs: Tensor, agent: int) -> Tensor:
 )";
 }
 
+namespace {
+// TorchScript shared by both calling conventions: a clear error for input the policy cannot
+// score (wrong shape, an agent it does not hold, NaN or infinite values) instead of an
+// internal torch message or NaN probabilities.
+const char* kScriptCheckInput = R"py(
+def check_input(self, obs: Tensor, agent: int):
+    assert obs.dim() == 2 or obs.dim() == 3, "marlsched policy: obs must be [num_agents, obs_dim] or [batch, num_agents, obs_dim], got " + str(obs.dim()) + " dimensions"
+    assert obs.shape[-2] == self.num_agents and obs.shape[-1] == self.obs_dim, "marlsched policy: obs must end in [" + str(self.num_agents) + ", " + str(self.obs_dim) + "] (agents, observation size), got [" + str(obs.shape[-2]) + ", " + str(obs.shape[-1]) + "]"
+    assert agent >= 0 and agent < self.num_agents, "marlsched policy: agent " + str(agent) + " is not in [0, " + str(self.num_agents) + ")"
+    assert bool(torch.isfinite(obs).all()), "marlsched policy: obs holds NaN or infinite values"
+)py";
+}  // namespace
+
 const char* script_softmax_policy() {
-  return R"(
+  static const std::string src = std::string(kScriptCheckInput) + R"(
 def probs(self, obs: Tensor, agent: int) -> Tensor:
+    self.check_input(obs, agent)
     single = obs.dim() == 2
     x = obs.unsqueeze(0) if single else obs
     p = torch.softmax(self.logits(x, agent), -1)
@@ -155,11 +169,13 @@ def forward(self, obs: Tensor, agent: int, deterministic: bool = False) -> Tuple
         action = torch.multinomial(p.reshape(-1, self.num_actions), 1).reshape(p.shape[:-1])
     return p, action
 )";
+  return src.c_str();
 }
 
 std::string script_greedy_policy(const std::string& scores) {
-  return R"(
+  return std::string(kScriptCheckInput) + R"(
 def probs(self, obs: Tensor, agent: int) -> Tensor:
+    self.check_input(obs, agent)
     single = obs.dim() == 2
     x = obs.unsqueeze(0) if single else obs
     v = self.)" +

@@ -802,7 +802,7 @@ void Mappo::export_torchscript(const std::vector<const Mappo*>& ranks, const std
                            m0.cfg.value_norm ? m0.vnorm.std() : 1.0);
     src << R"(
 def value(self, obs: Tensor, agent: int) -> Tensor:
-    assert agent >= 0 and agent < self.num_agents, "agent index out of range"
+    self.check_input(obs, agent)
     single = obs.dim() == 2
     o = obs.unsqueeze(0) if single else obs
     b = o.size(0)

@@ -33,6 +33,22 @@ def main(policy, cases_path):
             batch = m.probs(obs.unsqueeze(0).repeat(3, 1, 1), agent)
             if batch.shape != (3, len(want_p)) or (batch[1] - probs).abs().max().item() > 1e-7:
                 sys.exit("batched probs differ from single probs")
+    # Input the policy cannot score: a clear error, not NaN probabilities or a torch internal.
+    bad = {
+        "NaN in obs": (torch.full((n, d), float("nan")), 0, "NaN or infinite"),
+        "wrong observation size": (torch.zeros(n, d + 1), 0, f"must end in [{n}, {d}]"),
+        "wrong agent count": (torch.zeros(n + 1, d), 0, f"must end in [{n}, {d}]"),
+        "agent out of range": (torch.zeros(n, d), n, f"agent {n} is not in [0, {n})"),
+        "a flat vector": (torch.zeros(n * d), 0, "must be [num_agents, obs_dim]"),
+    }
+    for what, (obs, agent, message) in bad.items():
+        try:
+            m(obs, agent, True)
+        except Exception as e:  # TorchScript raises torch.jit.Error carrying the message
+            if message not in str(e):
+                sys.exit(f"{what}: unclear error: {e}")
+        else:
+            sys.exit(f"{what}: accepted")
     if worst_p > 1e-6 or worst_v > 1e-5:
         sys.exit(f"PyTorch differs from the trainer: probs {worst_p:.3g}, value {worst_v:.3g}")
     print(f"ok: PyTorch {torch.__version__} loads {policy}: {count} cases, max |dprob| {worst_p:.2g}")
