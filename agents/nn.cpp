@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/error.hpp"
 #include "core/file.hpp"
 
 namespace marlsched::nn {
@@ -27,6 +28,14 @@ MlpImpl::MlpImpl(int in, const std::vector<int>& hidden, int out, double head_ga
 torch::Tensor MlpImpl::forward(torch::Tensor x) {
   for (auto& l : layers) x = torch::tanh(l->forward(x));
   return head->forward(x);
+}
+
+void require_finite(const std::vector<torch::Tensor>& params, const std::string& what) {
+  for (const auto& p : params)
+    MARLSCHED_REQUIRE(torch::isfinite(p.detach()).all().item<bool>(),
+                      "refusing to save " << what
+                                          << ": its parameters hold NaN or infinite values (the "
+                                             "updates diverged: a learning rate too large?)");
 }
 
 std::vector<torch::Tensor> params_of(const std::vector<Mlp>& ms) {

@@ -27,6 +27,10 @@ TORCH_MODULE(Mlp);
 
 std::vector<torch::Tensor> params_of(const std::vector<Mlp>& ms);
 
+/// Refuses to write a model or checkpoint whose parameters are not all finite (issue 22):
+/// throws an Error naming `what` (the file) instead of saving weights nobody can use.
+void require_finite(const std::vector<torch::Tensor>& params, const std::string& what);
+
 /// Width of the per-agent input for `num_agents` agents.
 inline int agent_input_dim(const EnvSpec& spec, int num_agents) {
   return spec.obs_dim() + spec.num_public * num_agents + num_agents;

@@ -397,6 +397,7 @@ void Dqn::save(const std::string& path) const {
 
 void Dqn::save(std::ostream& out) const {
   const auto& m = *impl_;
+  nn::require_finite(nn::params_of(m.online), "the DQN model");
   torch::serialize::OutputArchive ar;
   ar.write("meta", torch::tensor({static_cast<std::int64_t>(m.n), static_cast<std::int64_t>(m.k),
                                   static_cast<std::int64_t>(m.in), static_cast<std::int64_t>(m.na),

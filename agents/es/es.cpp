@@ -338,6 +338,7 @@ void Es::save(const std::string& path) const {
   for (int h : m.cfg.hidden) meta.push_back(h);
   ar.write("es_meta", torch::tensor(meta));
   ar.write("iteration", torch::tensor({m.iteration}));
+  nn::require_finite({float_tensor(m.theta)}, "model '" + path + "'");
   ar.write("theta", float_tensor(m.theta));
   ar.write("moments",
            torch::from_blob(const_cast<double*>(m.moments.data()),

@@ -817,6 +817,9 @@ def value(self, obs: Tensor, agent: int) -> Tensor:
 
 void Mappo::save(const std::string& path) const {
   const auto& m = *impl_;
+  auto params = params_of(m.actors);
+  for (auto& t : m.critic_params()) params.push_back(t);
+  nn::require_finite(params, "model '" + path + "'");
   torch::serialize::OutputArchive ar;
   ar.write("meta", torch::tensor(m.layout()));
   for (std::size_t i = 0; i < m.actors.size(); ++i) {

@@ -531,6 +531,7 @@ void Masac::save(const std::string& path) const {
       {"actor", &m.actor}, {"q1", &m.q1}, {"q2", &m.q2},
       {"t1", &m.t1},       {"t2", &m.t2}, {"target_actor", &m.ta}};
   for (const auto& [name, net] : nets) {
+    nn::require_finite((*net)->parameters(), "model '" + path + "' (" + name + ")");
     torch::serialize::OutputArchive a;
     (*net)->save(a);
     ar.write(name, a);

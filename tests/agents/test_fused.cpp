@@ -11,6 +11,7 @@
 #include "agents/fused.hpp"
 #include "agents/mappo/ppo_loss.hpp"
 #include "agents/nn.hpp"
+#include "core/error.hpp"
 
 using namespace marlsched;
 
@@ -208,4 +209,19 @@ TEST(Fused, HuberValueGradientMatchesAutograd) {
   (seed * coef * ref).backward();
   EXPECT_NEAR(loss, ref.item<double>(), 1e-5 * ref.item<double>());
   EXPECT_LT((torch::from_blob(dv.data(), {rows}) - V.grad()).abs().max().item<double>(), 1e-7);
+}
+
+TEST(Nn, ModelsWithNonFiniteParametersAreNotSaved) {
+  nn::Mlp net(3, std::vector<int>{4}, 2, 1.0);
+  EXPECT_NO_THROW(nn::require_finite(net->parameters(), "model 'm.pt'"));
+  {
+    torch::NoGradGuard g;
+    net->parameters()[1][2] = std::numeric_limits<float>::infinity();
+  }
+  try {
+    nn::require_finite(net->parameters(), "model 'm.pt'");
+    FAIL() << "an infinite weight was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("refusing to save model 'm.pt'"), std::string::npos);
+  }
 }
