@@ -56,18 +56,6 @@ void ensure_shape(torch::Tensor& t, std::int64_t rows, std::int64_t cols) {
     t.resize_({rows, cols});
 }
 
-void log_softmax_rows(float* z, std::int64_t rows, int cols) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    float* row = z + r * cols;
-    float mx = row[0];
-    for (int j = 1; j < cols; ++j) mx = std::max(mx, row[j]);
-    float sum = 0;
-    for (int j = 0; j < cols; ++j) sum += std::exp(row[j] - mx);
-    const float lse = mx + std::log(sum);
-    for (int j = 0; j < cols; ++j) row[j] -= lse;
-  }
-}
-
 namespace {
 bool cpu_float(const torch::Tensor& t) {
   return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 &&

@@ -27,9 +27,6 @@ void tanh_inplace(float* x, std::int64_t n);
 /// Makes `t` a float32 [rows, cols] buffer, allocating only when it is undefined or grows.
 void ensure_shape(torch::Tensor& t, std::int64_t rows, std::int64_t cols);
 
-/// log-softmax of each of `rows` rows of `cols` logits, in place.
-void log_softmax_rows(float* z, std::int64_t rows, int cols);
-
 /// One MLP's forward and backward pass without autograd (CPU, float32, contiguous rows). The
 /// tape owns its buffers: a forward at the same row count allocates nothing.
 class MlpTape {

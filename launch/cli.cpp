@@ -67,6 +67,16 @@ void check_run_dir_writable(const std::string& run_dir, int rank) {
   std::filesystem::remove(probe, ec);
 }
 
+/// An exception's message, with the source location for internal errors only: a config or
+/// input error is the user's to fix, and the location would only distract from what to fix.
+std::string error_text(const std::exception& e) {
+  const auto* me = dynamic_cast<const Error*>(&e);
+  const bool internal = me != nullptr && !me->where().empty() &&
+                        dynamic_cast<const ConfigError*>(&e) == nullptr &&
+                        dynamic_cast<const InputError*>(&e) == nullptr;
+  return std::string(e.what()) + (internal ? " (at " + me->where() + ")" : "");
+}
+
 /// CLI11's message for a command-line error, with the nearest known option for each unknown
 /// --flag (searched in the subcommand being parsed).
 std::string describe_parse_error(CLI::App& app, const CLI::ParseError& e) {
@@ -83,15 +93,10 @@ std::string describe_parse_error(CLI::App& app, const CLI::ParseError& e) {
   while (words >> w) {
     if (w.rfind("--", 0) != 0) continue;
     const std::string key = w.substr(2, w.find('=') - 2);
-    std::string best;
-    std::size_t bd = SIZE_MAX;
+    std::vector<std::string> names;
     for (const CLI::Option* o : sub->get_options())
-      for (const auto& name : o->get_lnames())
-        if (const auto d = edit_distance(key, name); d < bd) {
-          bd = d;
-          best = name;
-        }
-    if (!best.empty() && bd <= std::max<std::size_t>(2, key.size() / 3))
+      for (const auto& name : o->get_lnames()) names.push_back(name);
+    if (const auto best = nearest_name(key, names); !best.empty())
       hints += (hints.empty() ? " (did you mean " : ", ") + std::string("--") + best;
   }
   return msg + (hints.empty() ? "" : hints + "?)");
@@ -305,6 +310,13 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       "evaluate a trained policy (a run, a checkpoint or an exported file) against every "
       "heuristic baseline on held-out seeds; env options choose other traces"));
   std::string eval_run_dir, eval_ckpt, eval_policy, eval_out, eval_config_tmp;
+  // The run directory of the model evaluated: --model, or the checkpoint's run ("" for --policy).
+  auto eval_model_run_dir = [&] {
+    return !eval_run_dir.empty() ? eval_run_dir
+           : !eval_ckpt.empty()
+               ? (std::filesystem::path(eval_ckpt) / "../..").lexically_normal().string()
+               : std::string();
+  };
   std::vector<std::string> eval_baselines;  // default: every baseline of the env
   bool greedy = false;
   eval_cmd.app->add_option("--model", eval_run_dir, "run directory holding the trained model")
@@ -464,10 +476,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       // The training configuration, unless --config gives one: the run's, the checkpoint's run's,
       // or the one stored in the exported policy.
       if (eval_cmd.config_path.empty()) {
-        const std::string run_dir = !eval_run_dir.empty() ? eval_run_dir
-                                    : !eval_ckpt.empty()
-                                        ? (std::filesystem::path(eval_ckpt) / "../..").string()
-                                        : "";
+        const std::string run_dir = eval_model_run_dir();
         if (!run_dir.empty() && std::filesystem::exists(run_dir + "/config.toml")) {
           eval_cmd.config_path = run_dir + "/config.toml";
         } else if (!eval_policy.empty()) {
@@ -551,11 +560,9 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     if (cmd == &eval_cmd) {
       if (!eval_config_tmp.empty()) std::filesystem::remove(eval_config_tmp);
       if (eval_out.empty())  // every rank alike: nothing creates it before phase 2
-        eval_out = next_eval_dir(
-            !eval_policy.empty() ? std::filesystem::path(eval_policy).parent_path().string()
-            : !eval_ckpt.empty()
-                ? (std::filesystem::path(eval_ckpt) / "../..").lexically_normal().string()
-                : eval_run_dir);
+        eval_out = next_eval_dir(!eval_policy.empty()
+                                     ? std::filesystem::path(eval_policy).parent_path().string()
+                                     : eval_model_run_dir());
       if (!eval_policy.empty()) {  // loads, and was trained for this many agents
         load_exported_policy(eval_policy, eval_cmd.run.agents_per_rank * comm.size(), true, 0);
       } else {
@@ -574,12 +581,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       for (const auto& b : base_list) make_heuristic(b, prep.factory->spec(), 0, 0);
     }
   } catch (const std::exception& e) {
-    const auto* me = dynamic_cast<const Error*>(&e);
-    failure = std::string(e.what()) + (me && !me->where().empty() &&
-                                               !dynamic_cast<const ConfigError*>(&e) &&
-                                               !dynamic_cast<const InputError*>(&e)
-                                           ? " (at " + me->where() + ")"
-                                           : "");
+    failure = error_text(e);
   }
   const int bad = comm.allreduce_min(failure.empty() ? INT_MAX : comm.rank());
   if (bad != INT_MAX) {
@@ -660,14 +662,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     }
     return 0;
   } catch (const std::exception& e) {
-    const auto* me = dynamic_cast<const Error*>(&e);
     report_error("marlsched: error on rank " + std::to_string(comm.rank()) + " of " +
-                 std::to_string(comm.size()) + ": " + e.what() +
-                 (me && !me->where().empty() && !dynamic_cast<const ConfigError*>(&e) &&
-                          !dynamic_cast<const InputError*>(&e)
-                      ? " (at " + me->where() + ")"
-                      : "") +
-                 "; aborting the job");
+                 std::to_string(comm.size()) + ": " + error_text(e) + "; aborting the job");
     comm.abort(1);
   }
 }

@@ -68,6 +68,17 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+std::string nearest_name(const std::string& key, const std::vector<std::string>& names) {
+  std::string best;
+  std::size_t bd = SIZE_MAX;
+  for (const auto& n : names)
+    if (const auto d = edit_distance(key, n); d < bd) {
+      bd = d;
+      best = n;
+    }
+  return bd <= std::max<std::size_t>(2, key.size() / 3) ? best : std::string();
+}
+
 namespace {
 /// One key of a config file, flattened: sections only organise the file (README).
 struct ConfigKey {
@@ -138,18 +149,12 @@ void apply_config_file(CLI::App* sub, const Binder& binder, const std::string& p
       if (ch == '_') ch = '-';
     CLI::Option* op = sub->get_option_no_throw("--" + key);
     if (op == nullptr || key == "config" || key == "help") {
-      std::string best;
-      std::size_t bd = SIZE_MAX;
-      for (const auto& e : binder.entries()) {
-        const auto d = edit_distance(key, e.flag);
-        if (d < bd) {
-          bd = d;
-          best = e.flag;
-        }
-      }
+      std::vector<std::string> flags;
+      for (const auto& e : binder.entries()) flags.push_back(e.flag);
+      const std::string best = nearest_name(key, flags);
       std::ostringstream os;
       os << path << ":" << item.line << ": unknown config key '" << item.fullname << "'";
-      if (bd <= std::max<std::size_t>(2, key.size() / 3)) os << " (did you mean '" << best << "'?)";
+      if (!best.empty()) os << " (did you mean '" << best << "'?)";
       MARLSCHED_THROW(ConfigError, os.str());
     }
     if (op->count() > 0) continue;  // the command line wins

@@ -85,6 +85,9 @@ class Binder final : public OptionBinder {
 
 /// Levenshtein distance (for "did you mean" suggestions).
 std::size_t edit_distance(const std::string& a, const std::string& b);
+/// The name in `names` nearest to `key` by edit_distance, or "" when none is near enough to be
+/// a likely typo (within max(2, |key|/3) edits): the "did you mean" of config keys and flags.
+std::string nearest_name(const std::string& key, const std::vector<std::string>& names);
 
 /// Applies a TOML file to a subcommand: keys are long option names ('_' may stand for '-');
 /// [sections] only organise the file. Values given as flags win. Throws ConfigError naming the

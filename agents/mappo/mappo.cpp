@@ -550,7 +550,7 @@ void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
   // exported policy computes too.
   if (m.fused && m.training) {
     logp_all = m.act_actor_tape.forward(m.actors[0], X);
-    nn::log_softmax_rows(logp_all.data_ptr<float>(), rows, m.na);
+    ppo::log_softmax_rows(logp_all.data_ptr<float>(), rows, m.na);
   } else {
     logp_all = nn::host(torch::log_softmax(m.logits(X, m.local_agent_index(rows)), 1));
   }

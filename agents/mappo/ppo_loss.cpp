@@ -6,6 +6,18 @@
 
 namespace marlsched::ppo {
 
+void log_softmax_rows(float* z, std::int64_t rows, int cols) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = z + r * cols;
+    float mx = row[0];
+    for (int j = 1; j < cols; ++j) mx = std::max(mx, row[j]);
+    float sum = 0;
+    for (int j = 0; j < cols; ++j) sum += std::exp(row[j] - mx);
+    const float lse = mx + std::log(sum);
+    for (int j = 0; j < cols; ++j) row[j] -= lse;
+  }
+}
+
 PolicyTerms policy_loss_grad(const float* z, int rows, int na, const std::int64_t* idx,
                              const std::int64_t* action, const float* old_logp, const float* adv,
                              const std::int64_t* teacher, double clip, double entropy_coef,
@@ -20,14 +32,10 @@ PolicyTerms policy_loss_grad(const float* z, int rows, int na, const std::int64_
     const float* zr = z + static_cast<std::ptrdiff_t>(r) * na;
     float* gr = dz + static_cast<std::ptrdiff_t>(r) * na;
     const std::int64_t i = idx[r];
-    // log-softmax
-    const float mx = *std::max_element(zr, zr + na);
-    float sum = 0;
-    for (int j = 0; j < na; ++j) sum += std::exp(zr[j] - mx);
-    const float lse = mx + std::log(sum);
+    std::copy(zr, zr + na, logp.begin());
+    log_softmax_rows(logp.data(), 1, na);
     float h = 0;
     for (int j = 0; j < na; ++j) {
-      logp[static_cast<std::size_t>(j)] = zr[j] - lse;
       p[static_cast<std::size_t>(j)] = std::exp(logp[static_cast<std::size_t>(j)]);
       h -= p[static_cast<std::size_t>(j)] * logp[static_cast<std::size_t>(j)];
     }

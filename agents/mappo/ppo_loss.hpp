@@ -8,6 +8,10 @@
 
 namespace marlsched::ppo {
 
+/// log-softmax of each of `rows` rows of `cols` logits, in place (the policy step's and the
+/// actor loss's one implementation).
+void log_softmax_rows(float* z, std::int64_t rows, int cols);
+
 /// Means over a minibatch's rows (what Mappo's statistics report).
 struct PolicyTerms {
   double policy_loss = 0;  ///< -mean(min(r·A, clip(r, 1-ε, 1+ε)·A)), r = π(a)/π_old(a)

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
@@ -102,8 +103,9 @@ std::int64_t trace_start_hour(const Config& c) {
   return s / 3600;
 }
 
-/// A trace file must hold the hour that episodes count from and at least one whole episode;
-/// past its end the series wraps (one year of data drives any number of days).
+/// A trace file must hold the hour that episodes count from, at least one whole episode, and
+/// every hour an episode may start at (--trace-days from --trace-start); an episode that runs
+/// past the file's end continues from its first hour.
 void check_coverage(const HourlySeries& s, const std::string& path, std::int64_t t0,
                     int episode_hours, int trace_days) {
   const auto n = static_cast<std::int64_t>(s.values.size());
@@ -213,14 +215,14 @@ void Config::validate(int num_agents) const {
   // Rewards are float32 in the learners and trajectories: a weight that scales an episode's
   // hundreds of GPU-hours, dollars or kilograms beyond float range is refused here, not found as
   // an infinite reward later.
-  const char* names[] = {"--w-work", "--w-util", "--w-cost", "--w-carbon", "--w-sla"};
-  int i = 0;
-  for (double w : {w_work, w_util, w_cost, w_carbon, w_sla}) {
-    MARLSCHED_REQUIRE(
-        std::isfinite(w) && std::abs(w) <= 1e6,
-        names[i] << " must be finite and within ±1e6 (rewards are float32), got " << w);
-    ++i;
-  }
+  const std::pair<const char*, double> weights[] = {{"--w-work", w_work},
+                                                    {"--w-util", w_util},
+                                                    {"--w-cost", w_cost},
+                                                    {"--w-carbon", w_carbon},
+                                                    {"--w-sla", w_sla}};
+  for (const auto& [flag, w] : weights)
+    MARLSCHED_REQUIRE(std::isfinite(w) && std::abs(w) <= 1e6,
+                      flag << " must be finite and within ±1e6 (rewards are float32), got " << w);
 }
 
 EnvSpec make_spec(const Config& cfg, int num_agents) {

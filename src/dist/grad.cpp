@@ -67,15 +67,11 @@ void GradBucket::zero() {
 }
 
 void GradBucket::backward(const torch::Tensor& loss, const Comm& comm) {
-  MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "backward into a gradient bucket whose allreduce runs");
-  MARLSCHED_CHECK(prescaled_ == 0 || prescaled_ == comm.size(),
-                  "gradient bucket scaled for two communicators");
-  loss.backward(torch::full({}, 1.0 / comm.size(), loss.options()));
-  prescaled_ = comm.size();
+  loss.backward(torch::full({}, seed(comm), loss.options()));
 }
 
 float GradBucket::seed(const Comm& comm) {
-  MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket seeded while its allreduce runs");
+  MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket written while its allreduce runs");
   MARLSCHED_CHECK(prescaled_ == 0 || prescaled_ == comm.size(),
                   "gradient bucket scaled for two communicators");
   prescaled_ = comm.size();

@@ -196,7 +196,9 @@ void check_env_finite(const World& world, const EnvSpec& spec, int it, int t) {
 }
 
 /// Stops the run when an update reports a non-finite statistic (a NaN or infinite loss or
-/// gradient norm: the parameters are no longer trustworthy), before anything saves them.
+/// gradient norm: the parameters are no longer trustworthy), before anything saves them. The
+/// statistics are identical on every rank, so rank 0 alone checks (one message, not one per
+/// rank); the others wait in the next collective until its abort ends the job.
 void check_update_finite(const UpdateStats& us, const std::vector<StatName>& names,
                          const std::string& algo, int it) {
   for (std::size_t i = 0; i < us.values.size() && i < names.size(); ++i) {
@@ -458,7 +460,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     const double u0 = now();
     dist::heartbeat("update");
     const UpdateStats us = agent->update(world.policy_input());
-    check_update_finite(us, agent->stat_names(), run.algo, it);
+    if (root) check_update_finite(us, agent->stat_names(), run.algo, it);
     t_update += now() - u0 - us.time_allreduce;
     t_allreduce += us.time_allreduce;
     // A stop request (Slurm's warning signal, SIGTERM, SIGINT) on any rank stops every rank
