@@ -22,6 +22,7 @@ static void BM_GeoDcStep(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   geodc::Config cfg;
   cfg.replicate_sites = true;
+  cfg.keep_sites(static_cast<std::size_t>(n));
   auto factory = find_env("geodc").make_factory(cfg, n);
   std::vector<std::unique_ptr<Shard>> shards;
   for (int a = 0; a < n; ++a) {

@@ -26,6 +26,7 @@ void run_learner(benchmark::State& state, const std::string& algo) {
   const int n = k * g_comm->size();
   geodc::Config env;
   env.replicate_sites = true;
+  env.keep_sites(static_cast<std::size_t>(n));
   auto factory = find_env("geodc").make_factory(env, n);
   World world(*factory, *g_comm, k, copies, 1);
   LearnerConfigs cfg;

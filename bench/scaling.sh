@@ -26,6 +26,9 @@ shift $(($# > 2 ? 2 : $#))
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/marlsched-scaling.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 cores=$(nproc)
+# launch/configs/default.toml's sites
+SITES=(US-CAL-CISO DE-LU SG JP-TK) REGIONS=(US EU AP AP) OFFSETS=(-8 1 8 9) GPUS=(64 48 32 48)
+PUES=(1.2 1.3 1.5 1.4) RATES=(3.5 3.5 3.2 4.0)
 
 printf '%-7s %5s %6s %6s %9s %10s %6s | %5s %5s %5s %5s %6s %5s %5s | %7s\n' series ranks \
   per_rk agents s/iter steps/s eff env exch gath act update allr log rss_MiB
@@ -35,12 +38,20 @@ printf '%-7s %5s %6s %6s %9s %10s %6s | %5s %5s %5s %5s %6s %5s %5s | %7s\n' ser
 run() {
   local series=$1 np=$2 k=$3 base_t=$4 base_a=$5
   shift 5
-  local agents=$((np * k)) extra=()
+  local agents=$((np * k)) extra=() sites=()
   ((np > cores)) && extra=(--oversubscribe)
+  # --replicate-sites refuses to drop a site: below 4 agents, list the default config's first
+  # sites only.
+  if ((agents < 4)); then
+    local n=$agents
+    sites=(--sites "${SITES[@]:0:n}" --regions "${REGIONS[@]:0:n}"
+      --utc-offsets "${OFFSETS[@]:0:n}" --gpus "${GPUS[@]:0:n}" --pue "${PUES[@]:0:n}"
+      --arrival-rates "${RATES[@]:0:n}")
+  fi
   local log="$OUT/$series-$np-$k.log"
   if ! mpirun "${extra[@]}" -n "$np" "$BIN" train --config "$MARLSCHED_ROOT/launch/configs/default.toml" \
     --quiet --no-eval-after --replicate-sites --agents-per-rank "$k" --iterations "$ITER" \
-    --run-dir "$OUT/run-$series-$np-$k" "$@" > "$log" 2>&1; then
+    --run-dir "$OUT/run-$series-$np-$k" "${sites[@]}" "$@" > "$log" 2>&1; then
     echo "scaling: the run with $np ranks x $k agents failed:" >&2
     tail -20 "$log" >&2
     exit 1

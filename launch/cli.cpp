@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include "agents/archive_check.hpp"
 #include "agents/baselines/heuristics.hpp"
 #include "agents/exported/torchscript_policy.hpp"
 #include "agents/registry.hpp"
@@ -34,6 +35,7 @@
 #include "report.hpp"
 #include "slurm.hpp"
 #include "train/checkpoint.hpp"
+#include "train/manifest.hpp"
 #include "train/run_dir.hpp"
 #include "train/trainer.hpp"
 
@@ -141,6 +143,41 @@ struct Command {
   }
 };
 
+/// Applies every line of a sweep to the job's configuration as its array task will (`train
+/// --config JOB.toml LINE...`) and validates the result for the job's rank count, so that a
+/// misspelled flag or a bad value stops the submission instead of the task.
+void check_sweep_lines(const SlurmJob& job) {
+  if (job.sweep_lines.empty()) return;
+  const std::string tmp = (std::filesystem::temp_directory_path() /
+                           ("marlsched-sweep-" + std::to_string(::getpid()) + ".toml"))
+                              .string();
+  write_file_atomic(tmp, job.config_text);
+  struct Remove {
+    std::string path;
+    ~Remove() { std::filesystem::remove(path); }
+  } remove{tmp};
+  for (std::size_t i = 0; i < job.sweep_lines.size(); ++i) {
+    const std::string& line = job.sweep_lines[i];
+    CLI::App scratch("sweep line", "train");
+    Command t;
+    t.bind(&scratch);
+    std::vector<std::string> args;
+    std::istringstream words(line);
+    for (std::string w; words >> w;) args.push_back(w);
+    args.insert(args.begin(), {"--config", tmp});
+    const std::string where = "sweep line " + std::to_string(i + 1) + " ('" + line + "'): ";
+    try {
+      scratch.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // CLI11: reversed
+      t.resolve(true);
+      t.env_config().validate(job.ranks * t.run.agents_per_rank);
+    } catch (const CLI::ParseError& e) {
+      MARLSCHED_THROW(ConfigError, where << describe_parse_error(scratch, e));
+    } catch (const std::exception& e) {
+      MARLSCHED_THROW(ConfigError, where << e.what());
+    }
+  }
+}
+
 /// A JSON string literal.
 std::string json(const std::string& v) {
   std::string o = "\"";
@@ -175,17 +212,94 @@ void load_run_config(Command& cmd, CLI::App& scratch, const std::string& run_dir
   cmd.resolve(true);
 }
 
+/// What a resume continues from, and what rank 0 moves to the run's quarantine first.
+struct ResumePlan {
+  std::string checkpoint;
+  std::vector<std::string> quarantine;  ///< damaged checkpoint directories, trajectory segment
+};
+
+/// Chooses the checkpoint a resume of `run.run_dir` continues from and checks it against this
+/// job. A damaged newest checkpoint or trajectory segment stops the resume with a message that
+/// names the newest intact checkpoint, unless `quarantine_damaged`: then they are listed to be
+/// moved aside. With it every rank checks every rank's checkpoint files, so that all ranks
+/// choose the same checkpoint; without it each rank checks its own.
+ResumePlan plan_resume(const RunConfig& run, const dist::Comm& comm, const std::string& fingerprint,
+                       bool quarantine_damaged) {
+  const std::string& dir = run.run_dir;
+  auto all = checkpoints(dir);
+  MARLSCHED_REQUIRE(!all.empty(), "--resume: no complete checkpoint in '"
+                                      << dir << "/checkpoints' (train with --checkpoint-every N)");
+  ResumePlan plan;
+  if (quarantine_damaged) {
+    while (!all.empty() && !checkpoint_damage(all.back()).empty()) {
+      plan.quarantine.push_back(all.back());
+      all.pop_back();
+    }
+    MARLSCHED_REQUIRE(!all.empty(), "--resume: every checkpoint in '"
+                                        << dir
+                                        << "/checkpoints' is damaged; there is nothing to resume "
+                                           "from (start afresh with --force)");
+  } else if (const auto damage = checkpoint_damage(all.back(), comm.rank()); !damage.empty()) {
+    std::string intact;
+    for (auto it = all.rbegin() + 1; it != all.rend() && intact.empty(); ++it)
+      if (checkpoint_damage(*it).empty()) intact = *it;
+    MARLSCHED_THROW(
+        InputError,
+        damage << "; "
+               << (intact.empty() ? "no older checkpoint is intact either (start afresh with "
+                                    "--force)"
+                                  : "the newest intact checkpoint is " + intact +
+                                        ": give --quarantine-damaged to move the damaged ones "
+                                        "to " +
+                                        dir + "/quarantine/ and resume from it"));
+  }
+  plan.checkpoint = all.back();
+  const Manifest m = validate_checkpoint(plan.checkpoint, comm.rank(), comm.size(),
+                                         run.agents_per_rank, run.envs_per_rank, fingerprint);
+  MARLSCHED_REQUIRE(m.iteration <= run.iterations,
+                    "--resume: the checkpoint holds "
+                        << m.iteration << " iterations but --iterations is " << run.iterations
+                        << "; a resume never shrinks a run (give --iterations " << m.iteration
+                        << " or more)");
+  if (comm.is_root()) {  // rank 0 alone reads, cuts and moves trajectory files
+    try {
+      check_segment_for_resume(dir, m.traj_segment, m.traj_rows);
+    } catch (const InputError& e) {
+      if (!quarantine_damaged)
+        MARLSCHED_THROW(InputError,
+                        e.what() << "; give --quarantine-damaged to move it to " << dir
+                                 << "/quarantine/ and resume without it (the training state is "
+                                    "in the checkpoint; the steps that file held are then only "
+                                    "in the quarantine)");
+      const std::string seg = traj_segment_path(dir, m.traj_segment);
+      if (std::filesystem::exists(seg)) plan.quarantine.push_back(seg);
+    }
+  }
+  return plan;
+}
+
+/// The rank count of a trained run from its model files (trained_ranks), also naming a missing
+/// last model-rank-R.pt where the run's config defines its agent count (`ec`, `k` per rank).
+int model_ranks(const std::string& run_dir, const EnvConfig& ec, int k) {
+  const int found = trained_ranks(run_dir);  // names a gap among the files
+  const int defined = ec.defined_agents();
+  const int expected = defined > 0 && k > 0 && defined % k == 0 ? defined / k : 0;
+  MARLSCHED_REQUIRE(expected <= found, "'" << run_dir << "' lacks model-rank-" << found
+                                           << ".pt: its config defines " << defined << " agents at "
+                                           << k << " per rank, so " << expected
+                                           << " ranks trained it, and that rank's model was "
+                                              "removed or never saved");
+  return found;
+}
+
 /// `marlsched export RUN_DIR`: every rank's saved learner, loaded in this one process, exported
 /// as one TorchScript module.
 void export_policy(const std::string& run_dir, const std::string& out, bool with_critic) {
   CLI::App scratch;
   Command cmd;
   load_run_config(cmd, scratch, run_dir);
-  int ranks = 0;
-  while (std::filesystem::exists(model_path(run_dir, ranks))) ++ranks;
-  MARLSCHED_REQUIRE(ranks > 0, "'" << run_dir << "' holds no trained model (model-rank-0.pt)");
-  const int k = cmd.run.agents_per_rank, n = ranks * k;
   auto& ec = cmd.env_config();
+  const int k = cmd.run.agents_per_rank, ranks = model_ranks(run_dir, ec, k), n = ranks * k;
   ec.validate(n);
   const auto factory = find_env(cmd.run.env).make_factory(ec, n);
   const EnvSpec& spec = factory->spec();
@@ -241,8 +355,12 @@ struct Prepared {
 };
 
 /// Phase 1 (no collectives): config file, validation, env data loading.
-Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner) {
+/// Resolves and validates a command's config for this job; `before_validate` (if given) runs
+/// between the two, for checks that explain a mismatch better than the env's agent count would.
+Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner,
+                 const std::function<void()>& before_validate = {}) {
   cmd.resolve(needs_learner);
+  if (before_validate) before_validate();
   const int n = cmd.run.agents_per_rank * comm.size();
   const auto& entry = find_env(cmd.run.env);
   auto& ec = cmd.env_config();
@@ -300,6 +418,11 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       "--force", force,
       "start afresh in a --run-dir that holds an earlier run: remove that run's files (config, "
       "metrics, models, checkpoints, trajectories, TensorBoard, evaluations; nothing else) first");
+  bool quarantine_damaged = false;
+  train_cmd.app->add_flag(
+      "--quarantine-damaged", quarantine_damaged,
+      "on resume, move damaged checkpoints (and a damaged or unusable trajectory segment) to "
+      "RUN_DIR/quarantine/ and continue from the newest intact checkpoint");
   bool auto_resume = false;
   train_cmd.app->add_flag(
       "--auto-resume", auto_resume,
@@ -350,8 +473,12 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   std::string gen_out = "data/generated";
   int gen_days = 14, gen_tasks = 200;
   gen->add_option("--out", gen_out, "output directory")->capture_default_str();
-  gen->add_option("--days", gen_days, "days of hourly trace per zone")->capture_default_str();
-  gen->add_option("--tasks", gen_tasks, "rows of the sample pai_task_table")->capture_default_str();
+  gen->add_option("--days", gen_days, "days of hourly trace per zone")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 36600));
+  gen->add_option("--tasks", gen_tasks, "rows of the sample pai_task_table")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000000));
   std::string gen_profiles = "data/lstcb/batch_profiles.csv";
   gen->add_option("--profiles-out", gen_profiles, "where to write the lstcb batch profiles")
       ->capture_default_str();
@@ -443,8 +570,12 @@ int run(int argc, char** argv, const dist::Comm& comm) {
                                       c.run.threads, c.run.run_dir, c.binder->to_toml(),
                                       std::filesystem::read_symlink("/proc/self/exe").string());
       ec.validate(job.ranks * c.run.agents_per_rank);
-      if (slurm_opts.dry_run) {
+      check_sweep_lines(job);
+      if (slurm_opts.dry_run) {  // the files the script reads are written, nothing is submitted
+        write_slurm_job(job);
         std::cout << job.script << std::flush;
+        std::cerr << "marlsched: dry run: wrote " << job.script_path << " and the files it reads; "
+                  << "submit it with sbatch " << job.script_path << "\n";
         return 0;
       }
       return submit_slurm_job(job);
@@ -458,7 +589,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
                                           : nullptr;
   Prepared prep;
   std::optional<RunDirLock> run_lock;  // a training's hold on its run directory, to the end
-  std::string failure, resume_ckpt;
+  std::string failure;
+  ResumePlan resume;
   try {
     MARLSCHED_REQUIRE(cmd != &train_cmd || !force || resume_dir.empty(),
                       "--force starts a run afresh; it does not go with --resume");
@@ -507,28 +639,43 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         if (root) std::cout << cmd->binder->to_toml();
         return 0;
       }
-      prep = prepare(*cmd, comm, cmd != &base_cmd);
+      // A run's models (or a checkpoint's) hold one rank's agents each: say plainly when this
+      // job's rank count differs or a model is missing, before the env checks its agent count.
+      auto check_models = [&] {
+        if (cmd != &eval_cmd || (eval_run_dir.empty() && eval_ckpt.empty())) return;
+        const std::string what = eval_run_dir.empty() ? eval_ckpt : eval_run_dir;
+        if (!eval_ckpt.empty()) {
+          const int trained = read_manifest(eval_ckpt + "/MANIFEST").ranks;
+          MARLSCHED_REQUIRE(trained == comm.size(),
+                            "checkpoint '" << what << "' was written by " << trained
+                                           << " ranks (one model per rank); run eval with "
+                                              "mpirun -n "
+                                           << trained);
+          const std::string damage = checkpoint_damage(eval_ckpt, comm.rank());
+          if (!damage.empty()) MARLSCHED_THROW(InputError, damage);
+          return;
+        }
+        const int found =
+            model_ranks(eval_run_dir, eval_cmd.env_config(), eval_cmd.run.agents_per_rank);
+        MARLSCHED_REQUIRE(found == comm.size(),
+                          "'" << what << "' holds the models of " << found << " rank"
+                              << (found == 1 ? "" : "s") << " (model-rank-0.pt"
+                              << (found > 1 ? " to model-rank-" + std::to_string(found - 1) + ".pt"
+                                            : std::string(""))
+                              << ", one per training rank) but this job has " << comm.size()
+                              << ": run eval with mpirun -n " << found
+                              << ", or export the run and evaluate the policy file (eval "
+                                 "--policy) at any rank count");
+        verify_archive(model_path(eval_run_dir, comm.rank()), "model");  // before phase 2 loads it
+      };
+      prep = prepare(*cmd, comm, cmd != &base_cmd, check_models);
       if (cmd == &train_cmd && auto_resume && resume_dir.empty() &&
           latest_checkpoint(train_cmd.run.run_dir).has_value())
         resume_dir = train_cmd.run.run_dir;
       if (cmd == &train_cmd && !resume_dir.empty()) {
         train_cmd.run.run_dir = resume_dir;
-        const auto latest = latest_checkpoint(resume_dir);
-        MARLSCHED_REQUIRE(latest.has_value(),
-                          "--resume: no complete checkpoint in '"
-                              << resume_dir << "/checkpoints' (train with --checkpoint-every N)");
-        const Manifest m = validate_checkpoint(
-            *latest, comm.rank(), comm.size(), train_cmd.run.agents_per_rank,
-            train_cmd.run.envs_per_rank, config_fingerprint(train_cmd.binder->to_toml()));
-        MARLSCHED_REQUIRE(m.iteration <= train_cmd.run.iterations,
-                          "--resume: the checkpoint holds " << m.iteration
-                                                            << " iterations but --iterations is "
-                                                            << train_cmd.run.iterations
-                                                            << "; a resume never shrinks a run "
-                                                               "(give --iterations "
-                                                            << m.iteration << " or more)");
-        if (root) check_segment_for_resume(resume_dir, m.traj_segment, m.traj_rows);
-        resume_ckpt = *latest;
+        resume = plan_resume(train_cmd.run, comm, config_fingerprint(train_cmd.binder->to_toml()),
+                             quarantine_damaged);
       }
       if (cmd == &train_cmd) {
         train_cmd.learners.check_copies(train_cmd.run.algo, train_cmd.run.envs_per_rank);
@@ -564,14 +711,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
                                      ? std::filesystem::path(eval_policy).parent_path().string()
                                      : eval_model_run_dir());
       if (!eval_policy.empty()) {  // loads, and was trained for this many agents
-        load_exported_policy(eval_policy, eval_cmd.run.agents_per_rank * comm.size(), true, 0);
-      } else {
-        const std::string mp = eval_run_dir.empty() ? eval_ckpt + "/" + ckpt_model_file(comm.rank())
-                                                    : model_path(eval_run_dir, comm.rank());
-        MARLSCHED_REQUIRE(std::filesystem::exists(mp), "no model for rank "
-                                                           << comm.rank() << " (" << mp
-                                                           << "): was it trained with "
-                                                           << comm.size() << " ranks?");
+        load_exported_policy(eval_policy, prep.factory->spec(),
+                             eval_cmd.run.agents_per_rank * comm.size(), true, 0);
       }
       if (eval_baselines.empty()) eval_baselines = heuristic_names(eval_cmd.run.env);
       for (const auto& b : eval_baselines) make_heuristic(b, prep.factory->spec(), 0, 0);
@@ -598,8 +739,15 @@ int run(int argc, char** argv, const dist::Comm& comm) {
                                   comm.size());
     if (cmd == &train_cmd) {
       const StopSignals stop_signals;
+      if (root)
+        for (const auto& damaged : resume.quarantine)
+          std::cerr << "marlsched: moved the damaged " << damaged << " to "
+                    << quarantine(train_cmd.run.run_dir, damaged) << "\n";
+      if (!resume.quarantine.empty() && root)
+        std::cerr << "marlsched: resuming from " << resume.checkpoint << "\n";
+      comm.barrier();
       const auto summary = train(train_cmd.run, train_cmd.learners, *prep.factory, comm,
-                                 train_cmd.binder->to_toml(), resume_ckpt);
+                                 train_cmd.binder->to_toml(), resume.checkpoint);
       if (summary.stop_signal != 0) return kExitRequeue;
       // A stop signal during the last iteration: training is complete, evaluation is skipped.
       if (train_cmd.run.eval_after && comm.allreduce_max(stop_requested()) == 0)

@@ -12,6 +12,7 @@ PACKAGES=(
   slurm-wlm munge
   libopenblas0-pthread
   coinor-libclp-dev
+  libzip-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

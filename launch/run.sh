@@ -11,5 +11,6 @@ bash "$HERE/install-deps.sh"
 source "$HERE/env.sh"
 bash "$HERE/build.sh" -DMARLSCHED_BUILD_TESTS=OFF -DMARLSCHED_BUILD_BENCH=OFF
 NP=${MARLSCHED_NP:-4}
-exec mpirun -n "$NP" "$MARLSCHED_BUILD/launch/marlsched" train \
+# launch/mpirun.sh: SIGTERM or Ctrl-C stop every rank after a checkpoint (exit 75).
+exec bash "$HERE/mpirun.sh" -n "$NP" "$MARLSCHED_BUILD/launch/marlsched" train \
   --config "$MARLSCHED_ROOT/launch/configs/main.toml" --run-dir "${MARLSCHED_RUN_DIR:-runs/main}" --force "$@"

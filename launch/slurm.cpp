@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <sstream>
 
 #include <sys/wait.h>
@@ -18,24 +19,55 @@ namespace fs = std::filesystem;
 
 namespace marlsched::cli {
 
+bool valid_slurm_time(const std::string& t) {
+  // sbatch --time: "minutes", "minutes:seconds", "hours:minutes:seconds", "days-hours",
+  // "days-hours:minutes", "days-hours:minutes:seconds"; minutes and seconds below 60 after the
+  // first field; "UNLIMITED" or "INFINITE".
+  static const std::regex form(
+      R"(^(\d{1,9})(:[0-5]?\d){0,2}$|^\d{1,9}-\d{1,9}(:[0-5]?\d){0,2}$|^(UNLIMITED|INFINITE)$)",
+      std::regex::icase);
+  return std::regex_match(t, form);
+}
+
 void SlurmOptions::add_to(CLI::App* app) {
   const std::string g = "Slurm";
   app->add_option("--kind", kind, "train (one job), sweep (a job array) or eval")
       ->check(CLI::IsMember({"train", "sweep", "eval"}))
       ->capture_default_str()
       ->group(g);
+  // Counts given explicitly must be positive (0 is only the "derive it" default).
+  const auto positive = CLI::Range(1, 1 << 20);
   app->add_option("--ranks", ranks, "MPI ranks (default: agents in the config / agents per rank)")
+      ->check(positive)
       ->group(g);
-  app->add_option("--nodes", nodes, "nodes (default: from --ranks-per-node, else 1)")->group(g);
-  app->add_option("--ranks-per-node", ranks_per_node, "MPI ranks per node")->group(g);
+  app->add_option("--nodes", nodes, "nodes (default: from --ranks-per-node, else 1)")
+      ->check(positive)
+      ->group(g);
+  app->add_option("--ranks-per-node", ranks_per_node, "MPI ranks per node")
+      ->check(positive)
+      ->group(g);
   app->add_option("--cpus-per-task", cpus_per_task, "cores per rank (default: --threads)")
+      ->check(positive)
       ->group(g);
-  app->add_option("--time", time, "time limit")->capture_default_str()->group(g);
+  app->add_option("--time", time,
+                  "time limit in a Slurm form: MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, "
+                  "DAYS-HOURS, DAYS-HOURS:MINUTES, DAYS-HOURS:MINUTES:SECONDS or UNLIMITED")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return valid_slurm_time(v) ? std::string()
+                                       : "'" + v +
+                                             "' is not a Slurm time limit (e.g. 90, "
+                                             "01:30:00, 2-00:00:00)";
+          },
+          "TIME"))
+      ->capture_default_str()
+      ->group(g);
   app->add_option("--partition", partition, "partition")->group(g);
   app->add_option("--account", account, "account")->group(g);
   app->add_option("--job-name", job_name, "job name (default: marlsched-KIND)")->group(g);
   app->add_option("--signal-seconds", signal_seconds,
                   "warning signal this many seconds before the time limit")
+      ->check(CLI::Range(1, 65535))
       ->capture_default_str()
       ->group(g);
   app->add_option("--sweep", sweep,
@@ -45,14 +77,19 @@ void SlurmOptions::add_to(CLI::App* app) {
   app->add_option("--seeds", seeds,
                   "sweep: N training seeds of the config (array task K trains --seed K+1 into "
                   "RUN_DIR/task-K); compare them with `marlsched compare RUN_DIR/task-*`")
+      ->check(positive)
       ->group(g);
-  app->add_option("--sweep-parallel", sweep_parallel, "at most N array tasks at once")->group(g);
+  app->add_option("--sweep-parallel", sweep_parallel, "at most N array tasks at once")
+      ->check(positive)
+      ->group(g);
   app->add_option("--model", model, "eval: the trained run directory")
       ->check(CLI::ExistingDirectory)
       ->group(g);
   app->add_option("--sbatch", sbatch, "extra sbatch option, e.g. --sbatch=--qos=high (repeatable)")
       ->group(g);
-  app->add_flag("--dry-run", dry_run, "print the job script instead of submitting it")->group(g);
+  app->add_flag("--dry-run", dry_run,
+                "write the job script and the files it reads, print it, and do not submit it")
+      ->group(g);
 }
 
 std::string render_template(const std::string& tmpl,
@@ -206,7 +243,7 @@ SlurmJob plan_slurm_job(const SlurmOptions& o, int agents_per_rank, int defined_
   return job;
 }
 
-int submit_slurm_job(const SlurmJob& job) {
+void write_slurm_job(const SlurmJob& job) {
   fs::create_directories(job.run_dir);
   write_file_atomic(job.config_path, job.config_text);
   if (!job.sweep_lines.empty()) {
@@ -216,6 +253,10 @@ int submit_slurm_job(const SlurmJob& job) {
   }
   write_file_atomic(job.script_path, job.script);
   fs::permissions(job.script_path, fs::perms::owner_exec, fs::perm_options::add);
+}
+
+int submit_slurm_job(const SlurmJob& job) {
+  write_slurm_job(job);
   const std::string cmd = "sbatch --parsable '" + job.script_path + "' 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   MARLSCHED_REQUIRE(p != nullptr, "cannot run sbatch");

@@ -55,8 +55,14 @@ SlurmJob plan_slurm_job(const SlurmOptions& o, int agents_per_rank, int defined_
                         const std::string& run_dir, const std::string& config_text,
                         const std::string& binary);
 
+/// Writes the job's files (script, resolved config, sweep file) under its run directory.
+void write_slurm_job(const SlurmJob& job);
+
 /// Writes the job's files and runs `sbatch --parsable`; prints the job id. Returns sbatch's
 /// exit code.
 int submit_slurm_job(const SlurmJob& job);
+
+/// Whether `t` is a time limit sbatch accepts (--time).
+bool valid_slurm_time(const std::string& t);
 
 }  // namespace marlsched::cli

@@ -1,4 +1,5 @@
 #include "agents/dqn/dqn.hpp"
+#include "agents/archive_check.hpp"
 
 #include <cmath>
 #include <fstream>
@@ -444,6 +445,7 @@ void Dqn::save(std::ostream& out) const {
 void Dqn::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   MARLSCHED_REQUIRE_INPUT(static_cast<bool>(in), "cannot read model '" << path << "'");
+  verify_archive(path, "model");
   load(in, path);
 }
 

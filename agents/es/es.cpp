@@ -1,4 +1,5 @@
 #include "agents/es/es.hpp"
+#include "agents/archive_check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -350,6 +351,7 @@ void Es::save(const std::string& path) const {
 }
 
 void Es::load(const std::string& path) {
+  verify_archive(path, "model");
   try {
     load_impl(path);
   } catch (const c10::Error&) {

@@ -1,4 +1,5 @@
 #include "agents/exported/torchscript_policy.hpp"
+#include "agents/archive_check.hpp"
 
 #include <torch/script.h>
 
@@ -14,6 +15,7 @@ namespace {
 torch::jit::Module load_module(const std::string& path) {
   if (!std::filesystem::exists(path))
     MARLSCHED_THROW(InputError, "exported policy '" << path << "' does not exist");
+  verify_archive(path, "exported policy");
   try {
     return torch::jit::load(path);
   } catch (const c10::Error& e) {
@@ -95,15 +97,35 @@ std::string exported_policy_metadata(const std::string& path) {
   return m.attr("metadata").toStringRef();
 }
 
-std::unique_ptr<Policy> load_exported_policy(const std::string& path, int num_agents,
-                                             bool deterministic, std::uint64_t seed) {
+std::unique_ptr<Policy> load_exported_policy(const std::string& path, const EnvSpec& spec,
+                                             int num_agents, bool deterministic,
+                                             std::uint64_t seed) {
   auto m = load_module(path);
-  if (!m.hasattr("metadata") || !m.hasattr("num_agents") || !m.find_method("probs"))
+  if (!m.hasattr("metadata") || !m.hasattr("num_agents") || !m.hasattr("obs_dim") ||
+      !m.hasattr("num_actions") || !m.find_method("probs") || !m.attr("metadata").isString())
     MARLSCHED_THROW(InputError, "'" << path << "' is TorchScript but not a marlsched policy");
+  // The metadata says what the policy was trained on: refuse another env or layout here, with
+  // what to change, rather than inside the module's forward pass.
+  const std::string env = json_string_field(m.attr("metadata").toStringRef(), "env");
+  if (!env.empty() && env != spec.name)
+    MARLSCHED_THROW(InputError, "exported policy '"
+                                    << path << "' was trained on the " << env
+                                    << " env; this run's env is " << spec.name << " (give --env "
+                                    << env << ", or leave out --env and --config to use the "
+                                    << "training config stored in the policy)");
   const auto n = m.attr("num_agents").toInt();
   if (n != num_agents)
     MARLSCHED_THROW(InputError, "exported policy '" << path << "' was trained for " << n
                                                     << " agents; this run has " << num_agents);
+  const auto d = m.attr("obs_dim").toInt(), a = m.attr("num_actions").toInt();
+  if (d != spec.obs_dim() || a != spec.num_actions())
+    MARLSCHED_THROW(InputError, "exported policy '"
+                                    << path << "' was trained with observation size " << d
+                                    << " and " << a << " actions; this run's " << spec.name
+                                    << " config gives " << spec.obs_dim() << " and "
+                                    << spec.num_actions()
+                                    << " (its options differ from the training config stored in "
+                                       "the policy: leave out --config to use that one)");
   m.eval();
   const std::string file = std::filesystem::path(path).filename().string();
   return std::make_unique<ExportedPolicy>(std::move(m), file + (deterministic ? " (greedy)" : ""),

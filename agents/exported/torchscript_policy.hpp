@@ -22,10 +22,12 @@ std::string json_string_field(const std::string& json, const std::string& key);
 /// The value of a top-level integer field of such an object, or 0 when absent.
 int json_int_field(const std::string& json, const std::string& key);
 
-/// Loads an exported policy for `num_agents` agents; throws InputError if the file is not an
-/// exported marlsched policy or was trained for another agent count. Sampling uses torch's
-/// generator seeded with `seed`; `deterministic` takes the most probable action.
-std::unique_ptr<Policy> load_exported_policy(const std::string& path, int num_agents,
-                                             bool deterministic, std::uint64_t seed);
+/// Loads an exported policy for `num_agents` agents of `spec`; throws InputError if the file is
+/// not an exported marlsched policy or was trained on another env, agent count, observation
+/// size or action count. Sampling uses torch's generator seeded with `seed`; `deterministic`
+/// takes the most probable action.
+std::unique_ptr<Policy> load_exported_policy(const std::string& path, const EnvSpec& spec,
+                                             int num_agents, bool deterministic,
+                                             std::uint64_t seed);
 
 }  // namespace marlsched

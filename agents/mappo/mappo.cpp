@@ -1,4 +1,5 @@
 #include "agents/mappo/mappo.hpp"
+#include "agents/archive_check.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -848,6 +849,7 @@ void Mappo::save(const std::string& path) const {
 }
 
 void Mappo::load(const std::string& path) {
+  verify_archive(path, "model");
   try {
     load_impl(path);
   } catch (const c10::Error&) {

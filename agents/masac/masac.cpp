@@ -1,4 +1,5 @@
 #include "agents/masac/masac.hpp"
+#include "agents/archive_check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -567,6 +568,7 @@ void Masac::load(const std::string& path) {
   auto& m = *impl_;
   std::ifstream in(path, std::ios::binary);
   MARLSCHED_REQUIRE_INPUT(static_cast<bool>(in), "cannot read model '" << path << "'");
+  verify_archive(path, "model");
   try {
     torch::serialize::InputArchive ar;
     ar.load_from(in, m.dev);

@@ -82,7 +82,8 @@ DqnConfig TsdqnConfig::long_head(const DqnConfig& s, int window) const {
 }
 
 namespace {
-constexpr std::uint32_t kMagic = 0x75D0'0001;
+constexpr std::uint32_t kMagicV1 = 0x75D0'0001;  ///< before the trailing checksum
+constexpr std::uint32_t kMagic = 0x75D0'0002;    ///< payload, then FNV-1a 64 of the payload
 
 /// The spec one head sees: the long choices, or the short choices in `subset` (env indices).
 EnvSpec head_spec(const EnvSpec& env, int head, const std::vector<int>& subset = {}) {
@@ -260,6 +261,7 @@ void TwoTimescaleDqn::save(const std::string& path) const {
   m.sh->save(sh);
   w.put_string(lo.str());
   w.put_string(sh.str());
+  w.put(fnv1a64(w.bytes().data(), w.bytes().size()));  // checked on load
   write_file(path,
              std::string_view(reinterpret_cast<const char*>(w.bytes().data()), w.bytes().size()));
 }
@@ -272,8 +274,19 @@ void TwoTimescaleDqn::load(const std::string& path) {
   std::vector<std::byte> bytes(raw.size());
   if (!raw.empty()) std::memcpy(bytes.data(), raw.data(), raw.size());
   ByteReader r(bytes.data(), bytes.size(), path);
-  MARLSCHED_REQUIRE_INPUT(r.get<std::uint32_t>() == kMagic,
+  const auto magic = r.get<std::uint32_t>();
+  MARLSCHED_REQUIRE_INPUT(magic != kMagicV1, "model '" << path
+                                                       << "' was written by an older marlsched "
+                                                          "(tsdqn format 1, no checksum): retrain");
+  MARLSCHED_REQUIRE_INPUT(magic == kMagic,
                           "model '" << path << "' is not a two-timescale DQN model (tsdqn)");
+  std::uint64_t stored = 0;
+  MARLSCHED_REQUIRE_INPUT(bytes.size() >= 4 + sizeof stored, "model '" << path << "' is truncated");
+  std::memcpy(&stored, bytes.data() + bytes.size() - sizeof stored, sizeof stored);
+  MARLSCHED_REQUIRE_INPUT(stored == fnv1a64(bytes.data(), bytes.size() - sizeof stored),
+                          "model '" << path
+                                    << "' is damaged (its checksum differs): restore it from a "
+                                       "copy, or use an older checkpoint of its run");
   m.long_open = r.get<std::uint8_t>() != 0;
   m.disc = r.get<double>();
   m.long_act = r.get_vector<int>();

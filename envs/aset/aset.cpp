@@ -51,11 +51,20 @@ void Config::validate(int num_agents) const {
   MARLSCHED_REQUIRE(rates.size() == n, "--edge-rates has " << rates.size()
                                                            << " values but --edge-gpus has " << n
                                                            << " (one per cluster)");
-  for (int g : gpus) MARLSCHED_REQUIRE(g > 0, "--edge-gpus values must be positive, got " << g);
+  for (int g : gpus)
+    MARLSCHED_REQUIRE(
+        g > 0 && g <= 100000,
+        "--edge-gpus values must be in [1, 100000] (one simulated GPU each), got " << g);
   for (double r : rates)
     MARLSCHED_REQUIRE(r >= 0 && std::isfinite(r), "--edge-rates must be finite and >= 0");
   if (replicate)
-    MARLSCHED_REQUIRE(num_agents >= 1, "the run needs at least one agent");
+    MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) >= n,
+                      "--edge-replicate cycles "
+                          << n << " clusters over the run's agents, but the run has only "
+                          << num_agents
+                          << " agents (ranks x agents-per-rank), which would drop a cluster; "
+                             "list at most "
+                          << num_agents << " clusters or run more agents");
   else
     MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) == n,
                       "the config defines " << n << " edge clusters but the run has " << num_agents
@@ -102,8 +111,20 @@ void Config::validate(int num_agents) const {
                     "--burst-factor must be >= 0");
   MARLSCHED_REQUIRE(burst_start >= 0 && burst_start <= 1 && burst_end >= 0 && burst_end <= 1,
                     "--burst-start and --burst-end are probabilities in [0, 1]");
-  MARLSCHED_REQUIRE(decision_ms > 0 && std::isfinite(decision_ms),
-                    "--decision-ms must be positive");
+  // The env simulates every query; bound the interval and the arrivals it holds so that a
+  // typo (1e-300, 1e308) is refused here instead of running for minutes into bad_alloc.
+  MARLSCHED_REQUIRE(
+      decision_ms >= 1e-3 && decision_ms <= 3.6e6,
+      "--decision-ms must be in [0.001, 3600000] ms (1 µs to 1 hour), got " << decision_ms);
+  for (double r : rates) {
+    const double per_interval = r / 1000.0 * decision_ms * std::max(1.0, burst_factor);
+    MARLSCHED_REQUIRE(per_interval <= 1e6, "--edge-rates "
+                                               << r << "/s over --decision-ms " << decision_ms
+                                               << " (x --burst-factor " << burst_factor
+                                               << ") means " << per_interval
+                                               << " queries per interval at one cluster; the env "
+                                                  "simulates each query and allows at most 1e6");
+  }
   MARLSCHED_REQUIRE(episode_steps > 0, "--edge-episode-steps must be positive");
   MARLSCHED_REQUIRE(windows >= 0 && windows <= 10000, "--windows must be in [0, 10000]");
   MARLSCHED_REQUIRE(!shares.empty(), "--shares needs at least one value");

@@ -133,6 +133,20 @@ void check_coverage(const HourlySeries& s, const std::string& path, std::int64_t
 }
 }  // namespace
 
+void Config::keep_sites(std::size_t n) {
+  auto keep = [n](auto& v) {
+    if (v.size() > n) v.resize(n);
+  };
+  keep(sites);
+  keep(regions);
+  keep(utc_offsets);
+  keep(gpus);
+  keep(pue);
+  keep(arrival_rates);
+  keep(carbon_files);
+  keep(price_files);
+}
+
 void Config::validate(int num_agents) const {
   const std::size_t n = sites.size();
   MARLSCHED_REQUIRE(n > 0, "--sites: at least one data center is needed");
@@ -155,7 +169,15 @@ void Config::validate(int num_agents) const {
                       "--arrival-rates: site " << sites[i] << " has a negative or non-finite rate");
   }
   if (replicate_sites) {
-    MARLSCHED_REQUIRE(num_agents >= 1, "the run needs at least one agent");
+    // Cycling never drops a site: with fewer agents than sites the run would silently leave
+    // zones out while config.toml still lists them.
+    MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) >= n,
+                      "--replicate-sites cycles "
+                          << n << " sites over the run's agents, but the run has only "
+                          << num_agents
+                          << " agents (ranks x agents-per-rank), which would drop a site; list "
+                             "at most "
+                          << num_agents << " sites or run more agents");
   } else {
     MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) == n,
                       "the config defines "

@@ -83,6 +83,9 @@ struct Config : EnvConfig {
 
   void bind(OptionBinder& b) override;
   void validate(int num_agents) const override;
+  /// Keeps the first `n` sites of every per-site list (for runs with fewer agents than the
+  /// listed sites, which --replicate-sites refuses rather than drop a site silently).
+  void keep_sites(std::size_t n);
   int defined_agents() const override {
     return replicate_sites ? 0 : static_cast<int>(sites.size());
   }

@@ -117,7 +117,13 @@ void Config::validate(int num_agents) const {
   for (double r : rates)
     MARLSCHED_REQUIRE(r >= 0 && std::isfinite(r), "--batch-rates must be finite and >= 0");
   if (replicate)
-    MARLSCHED_REQUIRE(num_agents >= 1, "the run needs at least one agent");
+    MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) >= rates.size(),
+                      "--batch-replicate cycles "
+                          << rates.size() << " servers over the run's agents, but the run has only "
+                          << num_agents
+                          << " agents (ranks x agents-per-rank), which would drop a server; list "
+                             "at most "
+                          << num_agents << " --batch-rates or run more agents");
   else
     MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) == rates.size(),
                       "the config defines " << rates.size() << " edge servers but the run has "

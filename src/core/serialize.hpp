@@ -5,6 +5,7 @@
 /// checked: a truncated or corrupted buffer raises InputError instead of reading garbage.
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -13,6 +14,15 @@
 #include "core/error.hpp"
 
 namespace marlsched {
+
+/// FNV-1a 64 of `n` bytes, continuing from `h` (start from kFnvOffset): the hash of model
+/// parameters, checkpoint files and config fingerprints.
+constexpr std::uint64_t kFnvOffset = 1469598103934665603ULL;
+inline std::uint64_t fnv1a64(const void* data, std::size_t n, std::uint64_t h = kFnvOffset) {
+  const auto* b = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  return h;
+}
 
 class ByteWriter {
  public:

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "core/serialize.hpp"
+
 namespace marlsched::dist {
 
 namespace {
@@ -131,12 +133,10 @@ void broadcast_parameters(const std::vector<torch::Tensor>& params, const Comm& 
 }
 
 std::uint64_t parameter_digest(const std::vector<torch::Tensor>& params) {
-  std::uint64_t h = 1469598103934665603ULL;
+  std::uint64_t h = kFnvOffset;
   for (const auto& p : params) {
     auto c = p.detach().to(torch::kCPU).contiguous();
-    const auto* b = static_cast<const unsigned char*>(c.data_ptr());
-    const std::size_t bytes = static_cast<std::size_t>(c.numel()) * c.element_size();
-    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+    h = fnv1a64(c.data_ptr(), static_cast<std::size_t>(c.numel()) * c.element_size(), h);
   }
   return h;
 }

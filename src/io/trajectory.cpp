@@ -262,6 +262,9 @@ struct TrajectoryWriter::Impl {
         if (ppb >= 2)
           h5::check(H5Pset_szip(dcpl.get(), H5_SZIP_NN_OPTION_MASK, ppb), "H5Pset_szip");
       }
+      // Last in the pipeline: the checksum covers the chunk's stored (compressed) bytes, so any
+      // damaged chunk fails its read with a checksum error instead of inflating garbage.
+      h5::check(H5Pset_fletcher32(dcpl.get()), "H5Pset_fletcher32");
       f.dataset = h5::Id(static_cast<hid_t>(h5::check(
                              H5Dcreate2(file.get(), def.path, file_type(def.type), sp.get(),
                                         H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
@@ -454,6 +457,35 @@ h5::Id open_segment(const std::string& path, bool writable) {
   return f;
 }
 
+/// Reads rows [0, rows) of a dataset, a slab of at most 64 MiB at a time, so that HDF5 checks
+/// every chunk's Fletcher32 checksum (and that each inflates); throws InputError naming the file,
+/// the dataset and the first bad slab.
+void verify_rows(hid_t ds, const std::string& path, const char* name, std::int64_t rows) {
+  auto d = h5::dims(ds);
+  h5::Id type(H5Tget_native_type(h5::Id(H5Dget_type(ds), H5Tclose).get(), H5T_DIR_DEFAULT),
+              H5Tclose);
+  hsize_t row_bytes = H5Tget_size(type.get());
+  for (std::size_t i = 1; i < d.size(); ++i) row_bytes *= d[i];
+  const hsize_t slab = std::max<hsize_t>(1, (hsize_t{64} << 20) / std::max<hsize_t>(1, row_bytes));
+  std::vector<unsigned char> buf;
+  h5::Id fs = h5::dataset_space(ds);
+  for (hsize_t r0 = 0; r0 < static_cast<hsize_t>(rows); r0 += slab) {
+    const hsize_t n = std::min<hsize_t>(slab, static_cast<hsize_t>(rows) - r0);
+    std::vector<hsize_t> start(d.size(), 0), count = d;
+    start[0] = r0;
+    count[0] = n;
+    h5::check(
+        H5Sselect_hyperslab(fs.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
+        "H5Sselect_hyperslab");
+    h5::Id ms = h5::space(count);
+    buf.resize(static_cast<std::size_t>(n * row_bytes));
+    if (H5Dread(ds, type.get(), ms.get(), fs.get(), H5P_DEFAULT, buf.data()) < 0)
+      MARLSCHED_THROW(InputError, path << " is damaged: " << name << " rows " << r0 << " to "
+                                       << r0 + n - 1 << " fail their checksum or cannot be "
+                                       << "read (" << h5::error_stack() << ")");
+  }
+}
+
 }  // namespace
 
 void check_segment_for_resume(const std::string& run_dir, int segment, std::int64_t rows) {
@@ -473,6 +505,7 @@ void check_segment_for_resume(const std::string& run_dir, int segment, std::int6
       MARLSCHED_THROW(InputError, path << ": " << def.path << " holds " << (d.empty() ? 0 : d[0])
                                        << " rows; the checkpoint needs " << rows
                                        << " (the file is damaged)");
+    verify_rows(ds.get(), path, def.path, rows);
   }
 }
 
@@ -485,6 +518,7 @@ void cut_segments_for_resume(const std::string& run_dir, int segment, std::int64
       if (segment_index(e.path()) > segment) fs::remove(e.path());
   if (segment < 0) return;
   const std::string path = traj_segment_path(run_dir, segment);
+  if (!fs::exists(path)) return;  // quarantined: the resume checked it and was told to go on
   h5::Id f = open_segment(path, true);
   for (const auto& def : field_defs()) {
     if (!h5::exists(f.get(), def.path)) continue;

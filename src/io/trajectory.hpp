@@ -115,13 +115,15 @@ class TrajectoryWriter {
 };
 
 /// Checks, without changing anything, that `segment` of a run can be cut back to `rows` rows on
-/// resume: it is a marlsched trajectory file of this format with at least that many rows.
-/// Throws InputError with a clear message otherwise. A segment < 0 means none was logged.
+/// resume: it is a marlsched trajectory file of this format with at least that many rows, and
+/// those rows read back intact (every chunk passes its Fletcher32 checksum). Throws InputError
+/// with a clear message otherwise. A segment < 0 means none was logged.
 void check_segment_for_resume(const std::string& run_dir, int segment, std::int64_t rows);
 
 /// On resume from a checkpoint (rank 0 only, serial I/O): cuts `segment` back to `rows` rows
 /// and `last_iteration`, and removes the newer segments, so no step after the checkpoint is
-/// left on disk twice. A segment < 0 removes every segment.
+/// left on disk twice. A segment < 0 removes every segment; a missing segment (moved to the
+/// run's quarantine after check_segment_for_resume refused it) is skipped.
 void cut_segments_for_resume(const std::string& run_dir, int segment, std::int64_t rows,
                              int last_iteration);
 

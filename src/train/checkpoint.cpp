@@ -48,6 +48,44 @@ std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
   return all.back().second;
 }
 
+std::vector<std::string> checkpoints(const std::string& run_dir) {
+  std::vector<std::string> out;
+  for (auto& c : complete_checkpoints(run_dir)) out.push_back(std::move(c.second));
+  return out;
+}
+
+std::string checkpoint_damage(const std::string& dir, int rank) {
+  Manifest m;
+  try {
+    m = read_manifest(dir + "/MANIFEST");
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  std::vector<std::string> names;
+  if (rank >= 0)
+    names = {ckpt_model_file(rank), ckpt_state_file(rank)};
+  else
+    for (const auto& f : m.files) names.push_back(f.name);
+  for (const auto& name : names) {
+    const auto it = std::find_if(m.files.begin(), m.files.end(),
+                                 [&](const ManifestFile& f) { return f.name == name; });
+    if (it == m.files.end()) return dir + "/MANIFEST does not list " + name;
+    const std::string path = dir + "/" + name;
+    if (!fs::exists(path)) return "checkpoint file " + path + " is missing";
+    std::uint64_t size = 0;
+    std::uint64_t h = 0;
+    try {
+      h = file_hash(path, &size);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    if (size != it->size || h != it->hash)
+      return "checkpoint file " + path +
+             " is corrupted (size or checksum differs from the manifest)";
+  }
+  return {};
+}
+
 Manifest validate_checkpoint(const std::string& dir, int rank, int ranks, int agents_per_rank,
                              int envs_per_rank, const std::string& fingerprint) {
   const Manifest m = read_manifest(dir + "/MANIFEST");
@@ -66,17 +104,8 @@ Manifest validate_checkpoint(const std::string& dir, int rank, int ranks, int ag
                     << " was written with a different configuration (only iterations, "
                        "run-dir, quiet, evaluation, checkpoint and trajectory settings may change "
                        "on resume)");
-  for (const std::string& name : {ckpt_model_file(rank), ckpt_state_file(rank)}) {
-    const auto it = std::find_if(m.files.begin(), m.files.end(),
-                                 [&](const ManifestFile& f) { return f.name == name; });
-    if (it == m.files.end()) MARLSCHED_THROW(InputError, dir << "/MANIFEST does not list " << name);
-    std::uint64_t size = 0;
-    const auto h = file_hash(dir + "/" + name, &size);
-    if (size != it->size || h != it->hash)
-      MARLSCHED_THROW(InputError, "checkpoint file " << dir << "/" << name
-                                                     << " is corrupted (size or checksum differs "
-                                                        "from the manifest)");
-  }
+  const std::string damage = checkpoint_damage(dir, rank);
+  if (!damage.empty()) MARLSCHED_THROW(InputError, damage);
   return m;
 }
 

@@ -20,6 +20,13 @@ namespace marlsched {
 /// The newest complete checkpoint directory of a run, if any.
 std::optional<std::string> latest_checkpoint(const std::string& run_dir);
 
+/// The complete checkpoint directories of a run (those with a MANIFEST), oldest first.
+std::vector<std::string> checkpoints(const std::string& run_dir);
+
+/// "" when the files of checkpoint `dir` match its MANIFEST (size and FNV-1a hash): every rank's
+/// files, or only `rank`'s when rank >= 0; otherwise what is wrong, naming the file.
+std::string checkpoint_damage(const std::string& dir, int rank = -1);
+
 /// Checks a checkpoint against this run (rank count, layout, version, config) and this rank's
 /// files against the manifest. Throws ConfigError/InputError with a clear message.
 Manifest validate_checkpoint(const std::string& ckpt_dir, int rank, int ranks, int agents_per_rank,

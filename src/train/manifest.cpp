@@ -6,20 +6,20 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/serialize.hpp"
 
 namespace marlsched {
 
 std::uint64_t file_hash(const std::string& path, std::uint64_t* size) {
   std::ifstream in(path, std::ios::binary);
   if (!in) MARLSCHED_THROW(InputError, "cannot open '" << path << "'");
-  std::uint64_t h = 1469598103934665603ULL, n = 0;
+  std::uint64_t h = kFnvOffset, n = 0;
   char buf[1 << 16];
   while (in) {
     in.read(buf, sizeof buf);
-    const auto got = in.gcount();
-    for (std::streamsize i = 0; i < got; ++i)
-      h = (h ^ static_cast<unsigned char>(buf[i])) * 1099511628211ULL;
-    n += static_cast<std::uint64_t>(got);
+    const auto got = static_cast<std::size_t>(in.gcount());
+    h = fnv1a64(buf, got, h);
+    n += got;
   }
   if (size) *size = n;
   return h;
@@ -33,15 +33,15 @@ std::string config_fingerprint(const std::string& toml) {
                                        "traj-fields",      "traj-compression", "watchdog-s",
                                        "traj-level",       "traj-chunk-steps", "traj-shuffle",
                                        "tensorboard"};
-  std::uint64_t h = 1469598103934665603ULL;
+  std::uint64_t h = kFnvOffset;
   std::istringstream in(toml);
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
     const auto key = line.substr(0, line.find(' '));
     if (std::find(std::begin(mutable_keys), std::end(mutable_keys), key) != std::end(mutable_keys))
       continue;
-    for (unsigned char c : line) h = (h ^ c) * 1099511628211ULL;
-    h = (h ^ '\n') * 1099511628211ULL;
+    line += '\n';
+    h = fnv1a64(line.data(), line.size(), h);
   }
   std::ostringstream os;
   os << std::hex << std::setw(16) << std::setfill('0') << h;

@@ -20,17 +20,29 @@ namespace marlsched {
 namespace fs = std::filesystem;
 
 namespace {
+/// R for a file named model-rank-R.pt, else -1.
+int model_rank(const std::string& name) {
+  const std::string prefix = "model-rank-", suffix = ".pt";
+  if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return -1;
+  const std::string digits =
+      name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (digits.size() > 6 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return -1;
+  return std::stoi(digits);
+}
+
 /// A run's own outputs: exact names, and prefix/suffix patterns (model-rank-R.pt).
 bool is_artifact(const std::string& name) {
   static const char* exact[] = {"config.toml", "metrics.csv",       "timing.csv",   "eval.csv",
                                 "eval.md",     "eval-episodes.csv", "eval.svg",     "training.svg",
                                 "policy.pt",   "checkpoints",       "trajectories", "tb",
-                                "evals"};
+                                "evals",       "quarantine"};
   for (const char* e : exact)
     if (name == e) return true;
-  const std::string prefix = "model-rank-", suffix = ".pt";
-  return name.size() > prefix.size() + suffix.size() && name.rfind(prefix, 0) == 0 &&
-         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return model_rank(name) >= 0;
 }
 
 std::string holder_of(const std::string& path) {
@@ -108,6 +120,37 @@ std::string next_eval_dir(const std::string& base) {
     const fs::path p = root / std::to_string(k);
     if (!fs::exists(p)) return p.string();
   }
+}
+
+std::string quarantine(const std::string& run_dir, const std::string& path) {
+  const fs::path dir = fs::path(run_dir) / "quarantine";
+  fs::create_directories(dir);
+  const std::string name = fs::path(path).filename().string();
+  fs::path to = dir / name;
+  for (int k = 1; fs::exists(to); ++k) to = dir / (name + "." + std::to_string(k));
+  fs::rename(path, to);
+  return to.string();
+}
+
+int trained_ranks(const std::string& run_dir) {
+  std::vector<int> ranks;
+  std::error_code ec;
+  if (fs::is_directory(run_dir, ec))
+    for (const auto& e : fs::directory_iterator(run_dir, ec)) {
+      const int r = model_rank(e.path().filename().string());
+      if (r >= 0) ranks.push_back(r);
+    }
+  MARLSCHED_REQUIRE_INPUT(!ranks.empty(),
+                          "'" << run_dir << "' holds no trained model (model-rank-0.pt)");
+  std::sort(ranks.begin(), ranks.end());
+  const int n = ranks.back() + 1;
+  for (int r = 0; r < n; ++r)
+    MARLSCHED_REQUIRE_INPUT(
+        std::binary_search(ranks.begin(), ranks.end(), r),
+        "'" << run_dir << "' lacks model-rank-" << r << ".pt: its run was trained "
+            << "with at least " << n << " ranks (model-rank-0.pt to model-rank-" << n - 1
+            << ".pt), and that rank's model was removed or never saved");
+  return n;
 }
 
 }  // namespace marlsched

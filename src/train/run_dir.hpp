@@ -40,6 +40,15 @@ std::vector<std::string> run_artifacts(const std::string& run_dir);
 /// Removes run_artifacts(run_dir) and nothing else.
 void clear_run_artifacts(const std::string& run_dir);
 
+/// How many ranks trained the run in `run_dir`, from its `model-rank-R.pt` files. Throws
+/// InputError when it holds none, or when one below the highest is missing (naming it).
+int trained_ranks(const std::string& run_dir);
+
+/// Moves `path` (a damaged checkpoint directory or trajectory segment of the run in `run_dir`)
+/// into `run_dir/quarantine/`, keeping its name (with `.1`, `.2`, … when taken); returns where
+/// it went. Nothing is deleted: the user inspects or removes the quarantine.
+std::string quarantine(const std::string& run_dir, const std::string& path);
+
 /// Where an evaluation writes when not told (`--out`): `base/evals/K` for the first K = 1, 2, …
 /// that does not exist yet, so that no evaluation replaces a training's tables or another
 /// evaluation's.

@@ -215,7 +215,16 @@ volatile std::sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) {
   g_stop_signal = sig;
 }
-constexpr int kStopSignals[3] = {SIGUSR1, SIGTERM, SIGINT};
+constexpr int kStopSignals[StopSignals::kCount] = {SIGUSR1, SIGUSR2, SIGTERM, SIGINT};
+
+/// How a stop signal reached the ranks. mpirun kills a job on SIGTERM and SIGINT instead of
+/// forwarding them, so launch/mpirun.sh forwards them as SIGUSR1 and SIGUSR2.
+std::string stop_signal_text(int sig) {
+  std::string text = "signal " + std::to_string(sig) + " (" + strsignal(sig);
+  if (sig == SIGUSR1) text += ": Slurm's warning, or SIGTERM forwarded by launch/mpirun.sh";
+  if (sig == SIGUSR2) text += ": SIGINT forwarded by launch/mpirun.sh";
+  return text + ")";
+}
 }  // namespace
 
 StopSignals::StopSignals() {
@@ -223,11 +232,13 @@ StopSignals::StopSignals() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  for (std::size_t i = 0; i < 3; ++i) sigaction(kStopSignals[i], &sa, &old_[i]);
+  for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
+    sigaction(kStopSignals[i], &sa, &old_[i]);
 }
 
 StopSignals::~StopSignals() {
-  for (std::size_t i = 0; i < 3; ++i) sigaction(kStopSignals[i], &old_[i], nullptr);
+  for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
+    sigaction(kStopSignals[i], &old_[i], nullptr);
 }
 
 int stop_requested() {
@@ -569,8 +580,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       sum.stop_signal = stop_signal;
       sum.iterations = it;
       if (root)
-        std::cout << "stopping after iteration " << it << " on signal " << stop_signal << " ("
-                  << strsignal(stop_signal) << "): checkpoint written; continue with "
+        std::cout << "stopping after iteration " << it << " on " << stop_signal_text(stop_signal)
+                  << ": checkpoint written; continue with "
                   << "`marlsched train --resume " << run.run_dir << "`" << std::endl;
       break;
     }
@@ -621,7 +632,7 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
   const int n = run.agents_per_rank * comm.size();
   if (!learned.exported.empty()) {
     auto p = load_exported_policy(
-        learned.exported, n, deterministic,
+        learned.exported, spec, n, deterministic,
         derive_seed(run.eval_seed, {0xE4, static_cast<std::uint64_t>(comm.rank())}));
     rows.push_back(evaluate(*p, factory, comm, es));
     rows.back().policy = p->name();

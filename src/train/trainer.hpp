@@ -86,19 +86,21 @@ struct TrainSummary {
   int stop_signal = 0;
 };
 
-/// While alive, SIGUSR1 (Slurm's warning signal), SIGTERM and SIGINT only set a flag, which the
-/// training loop reads between iterations (`stop_requested`); the previous handlers come back
-/// afterwards. `marlsched train` holds one for the whole run, so a signal that arrives after
-/// the last iteration is harmless too.
+/// While alive, SIGUSR1 (Slurm's warning signal), SIGUSR2, SIGTERM and SIGINT only set a flag,
+/// which the training loop reads between iterations (`stop_requested`); the previous handlers
+/// come back afterwards. `marlsched train` holds one for the whole run, so a signal that arrives
+/// after the last iteration is harmless too. (mpirun kills the job on SIGTERM and SIGINT rather
+/// than forwarding them; launch/mpirun.sh forwards them as SIGUSR1 and SIGUSR2.)
 class StopSignals {
  public:
   StopSignals();
   ~StopSignals();
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
+  static constexpr int kCount = 4;  ///< signals handled
 
  private:
-  struct sigaction old_[3];
+  struct sigaction old_[kCount];
 };
 
 /// The last stop signal received while a StopSignals was alive (0: none).

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "agents/registry.hpp"
 #include "agents/tsdqn/tsdqn.hpp"
@@ -114,6 +115,23 @@ TEST(Tsdqn, SaveLoadMidWindowContinuesExactly) {
   EXPECT_EQ(a->shared_parameter_digest(), b->shared_parameter_digest());
   auto dqn = make_learner("dqn", small(), f1.spec, self, 1, 0, 1, 1, 5);
   EXPECT_THROW(dqn->load(dir + "/m.pt"), InputError);
+  // One flipped bit anywhere (here in the short head's weights) fails the file's checksum.
+  {
+    std::fstream io(dir + "/m.pt", std::ios::in | std::ios::out | std::ios::binary);
+    io.seekg(-200, std::ios::end);
+    char c = 0;
+    io.read(&c, 1);
+    io.seekp(-200, std::ios::end);
+    c = static_cast<char>(c ^ 1);
+    io.write(&c, 1);
+  }
+  try {
+    b->load(dir + "/m.pt");
+    ADD_FAILURE() << "a damaged tsdqn model loaded";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is damaged (its checksum differs)"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Tsdqn, NeedsAFactoredAction) {

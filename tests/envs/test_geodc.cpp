@@ -261,6 +261,15 @@ TEST(GeoDc, ConfigErrorsNameTheBadValue) {
   EXPECT_NE(msg(8).find("defines 4 data centers but the run has 8 agents"), std::string::npos);
   cfg.replicate_sites = true;
   EXPECT_EQ(msg(8), "(valid)");
+  EXPECT_NE(msg(3).find("the run has only 3 agents"), std::string::npos);  // would drop a site
+  cfg.keep_sites(3);
+  EXPECT_EQ(msg(3), "(valid)");
+  EXPECT_EQ(cfg.sites.size(), 3u);
+  EXPECT_EQ(cfg.arrival_rates.size(), 3u);
+  cfg.keep_sites(4);  // never grows
+  EXPECT_EQ(cfg.gpus.size(), 3u);
+  cfg = geodc::Config{};
+  cfg.replicate_sites = true;
   cfg.gpus = {64, -1, 32, 48};
   EXPECT_NE(msg(4).find("--gpus: site DE-LU needs a positive GPU count, got -1"),
             std::string::npos);

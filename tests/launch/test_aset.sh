@@ -51,6 +51,8 @@ PY
 mpi 2 "$BIN" eval --policy dqn/policy.pt --agents-per-rank 2 --eval-episodes 4 --out evalx > evalx.log
 grep -q "success_rate" evalx/eval.csv || fail "eval --policy: $(cat evalx.log)"
 pass "the exported policy evaluates on 2 ranks x 2 agents"
+expect_error "aset policy evaluated on geodc" 2 "was trained on the aset env; this run's env is geodc (give --env aset" -- \
+  mpi 2 "$BIN" eval --policy dqn/policy.pt --env geodc --agents-per-rank 2
 
 ARGS=(train --config "$CFG" --agents-per-rank 2 --iterations 8 --checkpoint-every 4 --dqn-warmup 256
       --dqn-batch 64 --dqn-updates 4 --envs-per-rank 2 --quiet --no-eval-after --traj-every 0)

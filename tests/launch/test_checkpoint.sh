@@ -64,3 +64,46 @@ expect_error "HDF5 file of another layout" 2 "is not a marlsched trajectory file
   mpi 2 "$BIN" train --resume badtraj
 cmp seg0.h5 badtraj/trajectories/segment-000.h5 || fail "a failed resume modified a trajectory file"
 pass "resumes over damaged or foreign trajectory files fail cleanly and touch nothing"
+
+# Damaged files (issue 22): a flipped bit in the newest checkpoint or in a trajectory chunk, a
+# missing trajectory segment. Each stops the resume with one message saying what to do; with
+# --quarantine-damaged the damaged files move to RUN_DIR/quarantine/ and the run continues.
+DAMAGE="$SRC/tests/launch/damage.py"
+cp -r crashed dmg
+"$PY" "$DAMAGE" zip dmg/checkpoints/ckpt-00000008/rank-1.pt > /dev/null
+expect_error "damaged newest checkpoint" 2 "error on rank 1: checkpoint file dmg/checkpoints/ckpt-00000008/rank-1.pt is corrupted (size or checksum differs from the manifest); the newest intact checkpoint is dmg/checkpoints/ckpt-00000004: give --quarantine-damaged" -- \
+  mpi 2 "$BIN" train --resume dmg
+cmp crashed/metrics.csv dmg/metrics.csv || fail "a refused resume changed metrics.csv"
+mpi 2 "$BIN" train --resume dmg --quarantine-damaged > dmg.log 2>&1
+grep -q "moved the damaged dmg/checkpoints/ckpt-00000008 to dmg/quarantine/ckpt-00000008" dmg.log &&
+  grep -q "resuming from dmg/checkpoints/ckpt-00000004 at iteration 5" dmg.log || fail "quarantine: $(cat dmg.log)"
+cmp straight/metrics.csv dmg/metrics.csv || fail "the resume from the intact checkpoint differs from the uninterrupted run"
+"$PY" "$CHECK" resumed straight dmg
+pass "a damaged checkpoint names the newest intact one; --quarantine-damaged resumes from it exactly"
+
+cp -r crashed badchunk
+"$PY" "$DAMAGE" h5 badchunk/trajectories/segment-001.h5 observations > /dev/null
+"$PY" - badchunk/trajectories/segment-001.h5 <<'PY' || fail "h5py read a damaged chunk without error"
+import sys, h5py
+try:
+    h5py.File(sys.argv[1], "r")["observations"][:]
+except OSError as e:
+    assert "checksum" in str(e).lower() or "filter" in str(e).lower(), e
+    sys.exit(0)
+sys.exit(1)
+PY
+expect_error "trajectory chunk with a flipped bit" 2 "segment-001.h5 is damaged: observations rows 0 to .* fail their checksum .*; give --quarantine-damaged to move it to badchunk/quarantine/" -- \
+  mpi 2 "$BIN" train --resume badchunk --iterations 10
+mpi 2 "$BIN" train --resume badchunk --iterations 10 --quarantine-damaged > badchunk.log 2>&1 || fail "$(cat badchunk.log)"
+[ -f badchunk/quarantine/segment-001.h5 ] && [ -f badchunk/trajectories/segment-002.h5 ] ||
+  fail "quarantined segment: $(ls badchunk/quarantine badchunk/trajectories)"
+[ "$(tail -n +2 badchunk/metrics.csv | wc -l)" -eq 10 ] || fail "the quarantined resume did not run to 10"
+pass "a trajectory chunk with a flipped bit fails its Fletcher32 checksum; --quarantine-damaged moves the segment aside"
+
+cp -r crashed noseg
+rm noseg/trajectories/segment-001.h5
+expect_error "missing trajectory segment" 2 "segment-001.h5 is missing; give --quarantine-damaged" -- \
+  mpi 2 "$BIN" train --resume noseg --iterations 10 --traj-every 0
+mpi 2 "$BIN" train --resume noseg --iterations 10 --traj-every 0 --quarantine-damaged > noseg.log 2>&1 || fail "$(cat noseg.log)"
+[ "$(tail -n +2 noseg/metrics.csv | wc -l)" -eq 10 ] || fail "the resume without its segment did not run to 10"
+pass "a missing trajectory segment: the resume says how to go on, and goes on when told"

@@ -106,6 +106,19 @@ expect_error "negative watchdog" 2 "watchdog-s must be >= 0" -- \
 expect_error "missing workload file" 2 "cannot open" -- \
   "$BIN" train --agents-per-rank 4 --workload alibaba --workload-file nothere.csv
 
+# Mismatches that used to pass silently or crash (issue 22).
+expect_error "replicated sites over fewer agents" 2 "cycles 4 sites over the run's agents, but the run has only 3 agents" -- \
+  mpi 3 "$BIN" train --replicate-sites --iterations 1 --run-dir "$WORK/three"
+[ ! -e "$WORK/three/config.toml" ] || fail "a refused run wrote config.toml"
+expect_error "gen-data with negative days" 2 "days: Value -1 not in range 1 to 36600" -- \
+  "$BIN" gen-data --days -1 --out "$WORK/gen"
+expect_error "gen-data with zero days" 2 "days: Value 0 not in range" -- "$BIN" gen-data --days 0 --out "$WORK/gen"
+[ ! -e "$WORK/gen" ] || fail "a refused gen-data wrote files"
+expect_error "aset arrival rate that overflows" 2 "edge-rates 1e+308/s .* allows at most 1e6" -- \
+  "$BIN" train --env aset --agents-per-rank 4 --edge-rates 1e308 20 20 20
+expect_error "aset decision interval of 1e-300 ms" 2 "decision-ms must be in \[0.001, 3600000\]" -- \
+  "$BIN" train --env aset --agents-per-rank 4 --decision-ms 1e-300
+
 # CLI11 parse errors: printed once (rank 0), non-zero.
 out=$(timeout 60 "$MPIEXEC" -n 2 --oversubscribe "$BIN" train --no-such-flag 2>&1) && fail "unknown flag accepted"
 [ "$(grep -c "no-such-flag" <<<"$out")" -eq 1 ] || fail "unknown flag: expected one message: $out"

@@ -23,4 +23,16 @@ for b in random round-robin local-only least-loaded lowest-carbon lowest-price w
 done
 [ "$(awk -F, '$1=="es (greedy)" {print $3}' evalout/eval.csv)" = "$m" ] || fail "eval of the saved model differs from the post-training eval"
 pass "marlsched eval reloads the model and reproduces the comparison"
-expect_error "eval with a different rank count" 2 "no model for rank 4" -- mpi 8 "$BIN" eval --model run --agents-per-rank 1 --replicate-sites
+# A model file missing or damaged: named before anything runs (issue 22).
+mkdir -p partial flipped && cp run/config.toml run/model-rank-*.pt partial/ && cp partial/* flipped/
+rm partial/model-rank-3.pt
+expect_error "eval of a run missing its last model" 2 "'partial' lacks model-rank-3.pt: its config defines 4 agents at 1 per rank, so 4 ranks trained it" -- \
+  mpi 4 "$BIN" eval --model partial
+rm partial/model-rank-1.pt
+expect_error "eval of a run missing a middle model" 2 "'partial' lacks model-rank-1.pt" -- mpi 2 "$BIN" eval --model partial
+/usr/bin/python3 "$SRC/tests/launch/damage.py" zip flipped/model-rank-2.pt > /dev/null
+expect_error "eval of a damaged model" 2 "error on rank 2: model 'flipped/model-rank-2.pt' is damaged: record '.*' fails its check (CRC error)" -- \
+  mpi 4 "$BIN" eval --model flipped
+expect_error "export of a damaged model" 2 "model 'flipped/model-rank-2.pt' is damaged" -- "$BIN" export flipped
+[ ! -e flipped/policy.pt ] && [ ! -e flipped/evals ] || fail "a refused eval or export wrote files"
+expect_error "eval with a different rank count" 2 "holds the models of 4 ranks (model-rank-0.pt to model-rank-3.pt, one per training rank) but this job has 8: run eval with mpirun -n 4" -- mpi 8 "$BIN" eval --model run --agents-per-rank 1 --replicate-sites

@@ -47,8 +47,12 @@ else
 fi
 
 head -c 1000 run/policy.pt > broken.pt
-expect_error "truncated policy file" 2 "cannot load exported policy 'broken.pt'" -- \
+expect_error "truncated policy file" 2 "cannot read exported policy 'broken.pt'" -- \
   "$BIN" eval --policy broken.pt --config run/config.toml --agents-per-rank 4
+cp run/policy.pt flipped.pt
+/usr/bin/python3 "$SRC/tests/launch/damage.py" zip flipped.pt > /dev/null
+expect_error "policy file with a flipped bit" 2 "exported policy 'flipped.pt' is damaged: record '.*' fails its check (CRC error)" -- \
+  "$BIN" eval --policy flipped.pt --agents-per-rank 4
 expect_error "policy for another agent count" 2 "trained for 4 agents; this run has 8" -- \
   mpi 2 "$BIN" eval --policy run/policy.pt --agents-per-rank 4 --replicate-sites
 expect_error "two policy sources" 2 "exactly one of" -- \

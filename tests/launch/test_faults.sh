@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Faults during a run: a rank that hangs (watchdog), SIGTERM to every rank and SIGINT to one
-# (checkpoint, exit 75, exact resume), a full disk (clear error naming the file; the last
+# (checkpoint, exit 75, exact resume), SIGTERM and SIGINT to mpirun through launch/mpirun.sh, a full disk (clear error naming the file; the last
 # complete checkpoint is untouched and resumes), a read-only run directory. A rank killed with
 # SIGKILL and a rank that throws are in test_checkpoint.sh and test_cli_errors.sh.
 source "$(dirname "$0")/common.sh" "$@"
@@ -66,6 +66,28 @@ for sig in TERM INT; do
   cmp <(head -"$n" straight/metrics.csv) <(head -"$n" "$dir/metrics.csv") \
     || fail "SIG$sig: resumed metrics differ from the uninterrupted run"
   pass "SIG$sig ($( [ $sig = TERM ] && echo every rank || echo one rank)): checkpoint $last, exit 75, resume matches"
+done
+
+# 2b. The same signals to mpirun itself, through launch/mpirun.sh (mpirun alone would SIGTERM
+#     and then SIGKILL the ranks and exit 1): exit 75, and the stop line says which signal came.
+for sig in TERM INT; do
+  dir=wrap$sig
+  rc=0
+  set -m  # a background job of a non-interactive shell would ignore SIGINT
+  bash "$SRC/launch/mpirun.sh" -n 2 "$BIN" "${ARGS[@]}" --iterations 400 --checkpoint-every 2 \
+    --traj-every 0 --run-dir "$dir" > "$dir.log" 2>&1 &
+  job=$!
+  set +m
+  wait_rows "$dir/metrics.csv" 2
+  kill -"$sig" "$job"
+  wait "$job" || rc=$?
+  [ "$rc" -eq 75 ] || fail "SIG$sig to launch/mpirun.sh: exit code $rc, expected 75: $(cat "$dir.log")"
+  if [ "$sig" = TERM ]; then want="signal 10 (User defined signal 1: .*SIGTERM forwarded by launch/mpirun.sh)"
+  else want="signal 12 (User defined signal 2: SIGINT forwarded by launch/mpirun.sh)"; fi
+  grep -q "stopping after iteration [0-9]* on $want: checkpoint written" "$dir.log" \
+    || fail "SIG$sig to launch/mpirun.sh: $(cat "$dir.log")"
+  grep -q "marlsched: SIG$sig received" "$dir.log" || fail "SIG$sig: the launcher said nothing"
+  pass "SIG$sig to launch/mpirun.sh: every rank checkpoints, exit 75, the signal is named"
 done
 
 # unmount DIR: the ranks of a failed job may still be closing their files when mpirun returns

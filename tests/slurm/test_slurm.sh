@@ -27,8 +27,11 @@ job_field() { scontrol -o show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | hea
 grep -q '^#SBATCH --ntasks=2$' dry.sbatch || fail "dry run: no '--ntasks=2' in $(cat dry.sbatch)"
 grep -q '^#SBATCH --signal=B:USR1@120$' dry.sbatch || fail "dry run: no warning signal"
 grep -q 'srun --mpi=pmix' dry.sbatch || fail "dry run: ranks are not launched with srun --mpi=pmix"
-[ ! -e dry ] || fail "--dry-run wrote files"
-pass "marlsched slurm --dry-run prints the script (2 ranks derived from 4 sites / 2 agents per rank)"
+cmp dry.sbatch dry/job-train.sbatch || fail "the dry run printed another script than it wrote"
+grep -q -- "--config $WORK/dry/job-train.toml" dry.sbatch && [ -f dry/job-train.toml ] ||
+  fail "the dry run's script reads a config file it did not write"
+ls dry/slurm-*.out > /dev/null 2>&1 && fail "the dry run submitted a job"
+pass "marlsched slurm --dry-run writes and prints the script and its config, submits nothing (2 ranks derived from 4 sites / 2 agents per rank)"
 
 # 1. A training job.
 "$BIN" slurm "${ARGS[@]}" --run-dir straight > straight.sub
@@ -92,3 +95,14 @@ grep -q "^#SBATCH --array=0-2$" seeds.sbatch || fail "--seeds 3 is no 3-task arr
 pass "marlsched slurm --kind sweep --seeds 3 makes a 3-task array"
 expect_error "ranks that do not divide the sites" 2 "3 agents per rank do not divide" -- \
   "$BIN" slurm --agents-per-rank 3 --dry-run
+printf -- '--seed 2\n--lr-actr 0.1\n' > typo.txt
+printf -- '--seed 2\n--clip -1\n' > badvalue.txt
+expect_error "sweep line with a misspelled flag" 2 "sweep line 2 ('--lr-actr 0.1'): .*did you mean --lr-actor" -- \
+  "$BIN" slurm "${BASE[@]}" --kind sweep --sweep typo.txt --run-dir typo
+expect_error "sweep line with a bad value" 2 "sweep line 2 ('--clip -1'): --clip must be positive" -- \
+  "$BIN" slurm "${BASE[@]}" --kind sweep --sweep badvalue.txt --run-dir badvalue --dry-run
+expect_error "a time limit Slurm does not know" 2 "'garbage' is not a Slurm time limit" -- \
+  "$BIN" slurm "${BASE[@]}" --time garbage --dry-run
+expect_error "zero nodes" 2 "nodes: Value 0 not in range" -- "$BIN" slurm "${BASE[@]}" --nodes 0 --dry-run
+[ ! -e typo ] && [ ! -e badvalue ] || fail "a refused job wrote files"
+pass "sweep lines, time limits and node counts are checked before anything is written or submitted"

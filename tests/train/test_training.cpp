@@ -25,6 +25,7 @@ TrainSummary small_run(const dist::Comm& comm, int agents_per_rank, bool share,
   env.episode_slots = 24;
   const int n = agents_per_rank * comm.size();
   env.replicate_sites = true;
+  env.keep_sites(static_cast<std::size_t>(n));
   auto factory = find_env("geodc").make_factory(env, n);
   RunConfig run;
   run.iterations = 3;
