@@ -812,7 +812,11 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   } catch (const std::exception& e) {
     report_error("marlsched: error on rank " + std::to_string(comm.rank()) + " of " +
                  std::to_string(comm.size()) + ": " + error_text(e) + "; aborting the job");
-    comm.abort(1);
+    // Bad input found only while running (a trace value that overflows the reward, a learning
+    // rate that overflows the update) exits 2 like all bad input; anything else 1.
+    const bool bad_input = dynamic_cast<const InputError*>(&e) != nullptr ||
+                           dynamic_cast<const ConfigError*>(&e) != nullptr;
+    comm.abort(bad_input ? 2 : 1);
   }
 }
 

@@ -374,6 +374,27 @@ int Shard::busy_gpus() const {
   return b;
 }
 
+std::string Shard::describe_inputs() const {
+  // A step reads the hour's carbon intensity and price and looks 4 hours ahead; the message
+  // names the largest magnitude of each series over those hours (and the hour before, the
+  // step just completed) with its file and line.
+  const auto h = epoch_hour();
+  std::ostringstream o;
+  o << "site " << cfg_.sites[static_cast<std::size_t>(site_index_)] << " near "
+    << csv::format_datetime(h * 3600) << " UTC";
+  const std::pair<const char*, const HourlySeries*> series[] = {
+      {"carbon intensity", &site_->carbon}, {"price", &site_->price}};
+  for (const auto& [name, s] : series) {
+    std::int64_t worst = h - 1;
+    for (std::int64_t k = h; k <= h + 4; ++k)
+      if (!(std::abs(s->at(k)) <= std::abs(s->at(worst)))) worst = k;
+    const std::string where = s->where(worst);
+    o << "; largest " << name << " " << s->at(worst)
+      << (where.empty() ? " (synthetic)" : " at " + where);
+  }
+  return o.str();
+}
+
 std::int64_t Shard::epoch_hour() const {
   return start_hour_ + static_cast<std::int64_t>(t_) * cfg_.slot_minutes / 60;
 }

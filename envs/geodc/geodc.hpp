@@ -126,6 +126,7 @@ class Shard final : public marlsched::Shard {
   std::map<std::string, double> counters() const override;
   std::vector<std::byte> save_state() const override;
   void load_state(const std::vector<std::byte>& state) override;
+  std::string describe_inputs() const override;
 
   // Introspection for tests.
   const std::vector<Job>& queue() const { return queue_; }

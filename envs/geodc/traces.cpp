@@ -18,6 +18,14 @@ double HourlySeries::at(std::int64_t epoch_hour) const {
   return values[static_cast<std::size_t>(i)];
 }
 
+std::string HourlySeries::where(std::int64_t epoch_hour) const {
+  if (lines.size() != values.size() || values.empty()) return {};
+  const auto n = static_cast<std::int64_t>(values.size());
+  std::int64_t i = (epoch_hour - start_hour) % n;
+  if (i < 0) i += n;
+  return source + ":" + std::to_string(lines[static_cast<std::size_t>(i)]);
+}
+
 double HourlySeries::mean(std::int64_t epoch_hour, int n) const {
   double s = 0.0;
   for (int k = 0; k < n; ++k) s += at(epoch_hour + k);
@@ -27,8 +35,8 @@ double HourlySeries::mean(std::int64_t epoch_hour, int n) const {
 namespace {
 
 /// Reads the timestamp column and checks hourly spacing.
-std::int64_t read_hours(const csv::Table& t, int col, std::vector<double>& values, int vcol,
-                        bool allow_negative) {
+std::int64_t read_hours(const csv::Table& t, int col, std::vector<double>& values,
+                        std::vector<int>& lines, int vcol, bool allow_negative) {
   std::int64_t start = 0, prev = 0;
   values.reserve(t.rows.size());
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
@@ -57,6 +65,7 @@ std::int64_t read_hours(const csv::Table& t, int col, std::vector<double>& value
     if (!allow_negative && v < 0)
       MARLSCHED_THROW(InputError, t.path << ":" << line << ": negative value " << v);
     values.push_back(v);
+    lines.push_back(line);
   }
   if (values.empty()) MARLSCHED_THROW(InputError, t.path << ": no data rows");
   return start;
@@ -80,7 +89,8 @@ HourlySeries load_carbon_csv(const std::string& path, CarbonColumn column) {
                                      << " column");
   HourlySeries s;
   s.unit = "gCO2eq/kWh";
-  s.start_hour = read_hours(t, tcol, s.values, vcol, false);
+  s.start_hour = read_hours(t, tcol, s.values, s.lines, vcol, false);
+  s.source = path;
   const int zcol = csv::find_column(t.header, {"zone id"});
   if (zcol >= 0 && !t.rows.empty() && static_cast<int>(t.rows[0].size()) > zcol)
     s.zone = t.rows[0][static_cast<std::size_t>(zcol)];
@@ -112,7 +122,8 @@ HourlySeries load_price_csv(const std::string& path,
   }
   HourlySeries s;
   s.unit = "USD/MWh";
-  s.start_hour = read_hours(t, tcol, s.values, vcol, true);
+  s.start_hour = read_hours(t, tcol, s.values, s.lines, vcol, true);
+  s.source = path;
   for (auto& v : s.values) v *= fx;
   return s;
 }

@@ -19,9 +19,13 @@ struct HourlySeries {
   std::string unit;
   std::int64_t start_hour = 0;  ///< hours since the Unix epoch of values[0]
   std::vector<double> values;
+  std::string source;      ///< the file it was read from ("" when synthetic)
+  std::vector<int> lines;  ///< the file line of each value (empty when synthetic)
 
   /// Value at an absolute epoch hour (wraps around).
   double at(std::int64_t epoch_hour) const;
+  /// "FILE:LINE" of the value at an absolute epoch hour (wraps around); "" when synthetic.
+  std::string where(std::int64_t epoch_hour) const;
   /// Mean of the `n` hours starting at `epoch_hour`.
   double mean(std::int64_t epoch_hour, int n) const;
 };

@@ -128,6 +128,9 @@ class Shard {
   virtual std::vector<std::byte> save_state() const = 0;
   /// Restores a state written by save_state(); throws InputError if it is malformed.
   virtual void load_state(const std::vector<std::byte>& state) = 0;
+  /// Where the exogenous values of the current step came from (a trace file and line), for
+  /// the message that stops a run on a non-finite value; "" when the env has nothing to add.
+  virtual std::string describe_inputs() const { return {}; }
 };
 
 /// Makes the shards of one environment for one run (shares loaded data between shards).

@@ -169,7 +169,7 @@ namespace {
 /// Stops the run at the first non-finite value the env hands this rank's agents (a NaN or
 /// infinite reward, reward component or observation), naming where it appeared: left alone it
 /// turns every loss NaN and the run still ends with exit 0 and a NaN model.
-void check_env_finite(const World& world, const EnvSpec& spec, int it, int t) {
+void check_env_finite(World& world, const EnvSpec& spec, int it, int t) {
   const int d = spec.obs_dim(), nc = static_cast<int>(spec.reward_components.size());
   for (int c = 0; c < world.copies(); ++c) {
     const GlobalObs obs = world.obs(c);
@@ -184,13 +184,16 @@ void check_env_finite(const World& world, const EnvSpec& spec, int it, int t) {
       for (int f = 0; what.empty() && f < d; ++f)
         if (v = obs.row(a)[f]; !std::isfinite(v))
           what = "observation '" + spec.obs_fields[static_cast<std::size_t>(f)] + "'";
-      if (!what.empty())
+      if (!what.empty()) {
+        const std::string inputs = world.shard(c, kk).describe_inputs();
         MARLSCHED_THROW(InputError, "the env gave agent "
                                         << a << " a non-finite " << what << " (" << v
                                         << ") at iteration " << it << ", step " << t + 1
                                         << ", env copy " << c
+                                        << (inputs.empty() ? "" : " (" + inputs + ")")
                                         << ": a trace value or an option too large for float "
                                            "arithmetic? (check the traces and reward weights)");
+      }
     }
   }
 }

@@ -83,6 +83,11 @@ TEST(SyntheticTraces, WrittenFilesLoadBackInBothFormats) {
     EXPECT_NEAR(p2.values[static_cast<std::size_t>(i)], pr.values[static_cast<std::size_t>(i)],
                 0.006);
   }
+  // Every loaded value knows its file line (the header is line 1), wrapping like at().
+  EXPECT_EQ(c2.where(464592), dir + "/c.csv:2");
+  EXPECT_EQ(p2.where(464592 + 71), dir + "/p.csv:73");
+  EXPECT_EQ(p2.where(464592 + 72), dir + "/p.csv:2");
+  EXPECT_EQ(c.where(464592), "");  // synthetic
   // Calibration: the synthetic annual mean is near the 2023 mean of the zone.
   const auto year = synth_carbon(zone_profile("US-CAL-CISO"), 464592, 8760, 2023);
   EXPECT_NEAR(year.mean(464592, 8760), 260.7, 260.7 * 0.05);

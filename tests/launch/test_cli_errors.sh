@@ -84,12 +84,12 @@ expect_error "a reward weight beyond float range" 2 "w-cost must be finite and w
 # Non-finite numbers during the run: the first one stops it, named, before any model is saved.
 printf 'Datetime,Price (USD/MWh)\n2023-01-01 00:00:00,1e308\n' > huge.csv
 for h in $(seq 1 400); do printf '2023-01-%02d %02d:00:00,1e308\n' $((1 + h / 24)) $((h % 24)); done >> huge.csv
-expect_error "a trace value that overflows the reward" 1 "the env gave agent 0 a non-finite reward (-inf) at iteration 1, step 1" -- \
+expect_error "a trace value that overflows the reward" 2 "error on rank 0 of 1: the env gave agent 0 a non-finite reward (-inf) at iteration 1, step 1, env copy 0 (site US-CAL-CISO near .*largest price 1e+308 at huge.csv:[0-9]*)" -- \
   "$BIN" train --agents-per-rank 4 --price-files huge.csv,huge.csv,huge.csv,huge.csv --trace-days 10 --run-dir huge
 [ ! -e huge/model-rank-0.pt ] || fail "a run with an infinite reward saved a model"
 expect_error "--trace-days beyond the trace" 2 "huge.csv ends at 2023-01-17 16:00:00, but --trace-days 30 from --trace-start 2023-01-01 00:00:00 starts episodes up to 2023-01-30 23:00:00: give --trace-days 16 or less" -- \
   "$BIN" train --agents-per-rank 4 --price-files huge.csv,huge.csv,huge.csv,huge.csv --trace-days 30
-expect_error "a learning rate that overflows the update" 1 "mappo's update at iteration 1 gave a non-finite policy_loss" -- \
+expect_error "a learning rate that overflows the update" 2 "mappo's update at iteration 1 gave a non-finite policy_loss" -- \
   "$BIN" train --agents-per-rank 4 --iterations 3 --lr-actor 1e308 --run-dir hugelr
 [ ! -e hugelr/model-rank-0.pt ] || fail "a run with a NaN loss saved a model"
 expect_error "NaN learning rate" 2 "lr-actor must be positive, got nan" -- \
