@@ -354,9 +354,9 @@ struct Prepared {
   std::unique_ptr<EnvFactory> factory;
 };
 
-/// Phase 1 (no collectives): config file, validation, env data loading.
-/// Resolves and validates a command's config for this job; `before_validate` (if given) runs
-/// between the two, for checks that explain a mismatch better than the env's agent count would.
+/// Phase 1 (no collectives): config file, validation, env data loading. `before_validate` (if
+/// given) runs between resolving and validating the config, for checks that explain a mismatch
+/// better than the env's agent count would.
 Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner,
                  const std::function<void()>& before_validate = {}) {
   cmd.resolve(needs_learner);

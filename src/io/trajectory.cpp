@@ -468,18 +468,18 @@ void verify_rows(hid_t ds, const std::string& path, const char* name, std::int64
   for (std::size_t i = 1; i < d.size(); ++i) row_bytes *= d[i];
   const hsize_t slab = std::max<hsize_t>(1, (hsize_t{64} << 20) / std::max<hsize_t>(1, row_bytes));
   std::vector<unsigned char> buf;
-  h5::Id fs = h5::dataset_space(ds);
+  h5::Id file_space = h5::dataset_space(ds);
   for (hsize_t r0 = 0; r0 < static_cast<hsize_t>(rows); r0 += slab) {
     const hsize_t n = std::min<hsize_t>(slab, static_cast<hsize_t>(rows) - r0);
     std::vector<hsize_t> start(d.size(), 0), count = d;
     start[0] = r0;
     count[0] = n;
-    h5::check(
-        H5Sselect_hyperslab(fs.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
-        "H5Sselect_hyperslab");
+    h5::check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                  count.data(), nullptr),
+              "H5Sselect_hyperslab");
     h5::Id ms = h5::space(count);
     buf.resize(static_cast<std::size_t>(n * row_bytes));
-    if (H5Dread(ds, type.get(), ms.get(), fs.get(), H5P_DEFAULT, buf.data()) < 0)
+    if (H5Dread(ds, type.get(), ms.get(), file_space.get(), H5P_DEFAULT, buf.data()) < 0)
       MARLSCHED_THROW(InputError, path << " is damaged: " << name << " rows " << r0 << " to "
                                        << r0 + n - 1 << " fail their checksum or cannot be "
                                        << "read (" << h5::error_stack() << ")");
