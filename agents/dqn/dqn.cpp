@@ -39,7 +39,7 @@ void DqnConfig::bind(OptionBinder& b) {
 }
 
 void DqnConfig::validate() const {
-  require_positive(lr, "dqn-lr");
+  require_learning_rate(lr, "dqn-lr");
   MARLSCHED_REQUIRE(gamma >= 0 && gamma < 1, "--dqn-gamma must be in [0, 1), got " << gamma);
   MARLSCHED_REQUIRE(!hidden.empty(), "--dqn-hidden needs at least one layer");
   for (int h : hidden) MARLSCHED_REQUIRE(h > 0, "--dqn-hidden sizes must be positive");

@@ -27,7 +27,7 @@ void EsConfig::bind(OptionBinder& b) {
 
 void EsConfig::validate() const {
   for (int h : hidden) MARLSCHED_REQUIRE(h > 0, "--es-hidden sizes must be positive");
-  MARLSCHED_REQUIRE(lr > 0 && std::isfinite(lr), "--es-lr must be positive, got " << lr);
+  require_learning_rate(lr, "es-lr");
   MARLSCHED_REQUIRE(sigma > 0 && std::isfinite(sigma),
                     "--es-sigma must be positive, got " << sigma);
   MARLSCHED_REQUIRE(top > 0 && top <= 1, "--es-top must be in (0, 1], got " << top);

@@ -71,8 +71,8 @@ void MappoConfig::bind(OptionBinder& b) {
 }
 
 void MappoConfig::validate() const {
-  require_positive(lr_actor, "lr-actor");
-  require_positive(lr_critic, "lr-critic");
+  require_learning_rate(lr_actor, "lr-actor");
+  require_learning_rate(lr_critic, "lr-critic");
   MARLSCHED_REQUIRE(gamma > 0 && gamma <= 1, "--gamma must be in (0, 1], got " << gamma);
   MARLSCHED_REQUIRE(gae_lambda >= 0 && gae_lambda <= 1, "--gae-lambda must be in [0, 1]");
   require_positive(clip, "clip");

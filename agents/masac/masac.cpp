@@ -37,9 +37,9 @@ void MasacConfig::bind(OptionBinder& b) {
 }
 
 void MasacConfig::validate() const {
-  require_positive(lr_actor, "sac-lr-actor");
-  require_positive(lr_critic, "sac-lr-critic");
-  require_positive(lr_alpha, "sac-lr-alpha");
+  require_learning_rate(lr_actor, "sac-lr-actor");
+  require_learning_rate(lr_critic, "sac-lr-critic");
+  require_learning_rate(lr_alpha, "sac-lr-alpha");
   require_positive(init_alpha, "sac-init-alpha");
   require_positive(max_grad_norm, "sac-max-grad-norm");
   MARLSCHED_REQUIRE(gamma >= 0 && gamma < 1, "--sac-gamma must be in [0, 1), got " << gamma);

@@ -29,7 +29,7 @@ void TsdqnConfig::bind(OptionBinder& b) {
 }
 
 void TsdqnConfig::validate() const {
-  MARLSCHED_REQUIRE(long_lr > 0 && std::isfinite(long_lr), "--ts-long-lr must be positive");
+  require_learning_rate(long_lr, "ts-long-lr");
   MARLSCHED_REQUIRE(long_batch >= 1, "--ts-long-batch must be >= 1");
   MARLSCHED_REQUIRE(long_warmup >= long_batch, "--ts-long-warmup must be >= --ts-long-batch");
   MARLSCHED_REQUIRE(long_updates >= 0, "--ts-long-updates must be >= 0");

@@ -37,4 +37,12 @@ inline void require_positive(double v, const char* flag) {
   MARLSCHED_REQUIRE(v > 0 && std::isfinite(v), "--" << flag << " must be positive, got " << v);
 }
 
+/// Throws ConfigError unless `v` is a learning rate in (0, 1]: above 1 an Adam or SGD step
+/// overshoots any parameter scale these networks have, and 1e308 only surfaced as a NaN loss
+/// after the run had started.
+inline void require_learning_rate(double v, const char* flag) {
+  MARLSCHED_REQUIRE(v > 0 && v <= 1,
+                    "--" << flag << " must be a learning rate in (0, 1], got " << v);
+}
+
 }  // namespace marlsched

@@ -12,6 +12,7 @@
 #include <iomanip>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -118,6 +119,16 @@ void maybe_inject_fault(int rank, int iteration, int step) {
   if (kill.at(rank, iteration, step)) std::raise(SIGKILL);
   if (hang.at(rank, iteration, step))
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+/// Test hook: MARLSCHED_NAN_AT="0:ITERATION" makes that iteration's first update statistic NaN,
+/// as a diverged update would (the learning rates that once did it are now refused up front).
+void maybe_poison_stats(int iteration, UpdateStats& us) {
+  static const FaultAt nan_at("MARLSCHED_NAN_AT");
+  if (nan_at.iteration == iteration && !us.values.empty()) {
+    us.values[0] = std::numeric_limits<double>::quiet_NaN();
+    us.stepped = true;
+  }
 }
 
 /// Resident set size of this process now, and its peak so far, in MiB (Linux /proc, getrusage).
@@ -473,7 +484,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     }
     const double u0 = now();
     dist::heartbeat("update");
-    const UpdateStats us = agent->update(world.policy_input());
+    UpdateStats us = agent->update(world.policy_input());
+    maybe_poison_stats(it, us);
     if (root) check_update_finite(us, agent->stat_names(), run.algo, it);
     t_update += now() - u0 - us.time_allreduce;
     t_allreduce += us.time_allreduce;

@@ -89,10 +89,13 @@ expect_error "a trace value that overflows the reward" 2 "error on rank 0 of 1: 
 [ ! -e huge/model-rank-0.pt ] || fail "a run with an infinite reward saved a model"
 expect_error "--trace-days beyond the trace" 2 "huge.csv ends at 2023-01-17 16:00:00, but --trace-days 30 from --trace-start 2023-01-01 00:00:00 starts episodes up to 2023-01-30 23:00:00: give --trace-days 16 or less" -- \
   "$BIN" train --agents-per-rank 4 --price-files huge.csv,huge.csv,huge.csv,huge.csv --trace-days 30
-expect_error "a learning rate that overflows the update" 2 "mappo's update at iteration 1 gave a non-finite policy_loss" -- \
+expect_error "a learning rate beyond 1" 2 "lr-actor must be a learning rate in (0, 1\], got 1e+308" -- \
   "$BIN" train --agents-per-rank 4 --iterations 3 --lr-actor 1e308 --run-dir hugelr
+[ ! -e hugelr ] || fail "a refused learning rate created the run directory"
+expect_error "an update that diverges" 2 "mappo's update at iteration 2 gave a non-finite policy_loss" -- \
+  env MARLSCHED_NAN_AT=0:2 "$BIN" train --agents-per-rank 4 --iterations 3 --run-dir hugelr
 [ ! -e hugelr/model-rank-0.pt ] || fail "a run with a NaN loss saved a model"
-expect_error "NaN learning rate" 2 "lr-actor must be positive, got nan" -- \
+expect_error "NaN learning rate" 2 "lr-actor must be a learning rate in (0, 1\], got nan" -- \
   "$BIN" train --agents-per-rank 4 --lr-actor nan
 expect_error "unknown device" 2 "device must be cpu, cuda or cuda:N, got 'gpu'" -- \
   mpi 2 "$BIN" train --agents-per-rank 2 --replicate-sites --device gpu
