@@ -18,7 +18,10 @@ trap 'slurm_stop; rm -rf "$WORK"' EXIT
 slurm_start "$WORK/slurm" 4 || fail "the local Slurm did not start"
 PY=/usr/bin/python3
 BASE=(--agents-per-rank 2 --envs-per-rank 2 --quiet --no-eval-after)
-ARGS=("${BASE[@]}" --iterations 30)
+# Long enough (about 20 ms an iteration at 2 ranks) that the warning signal below reaches the
+# job before it ends: at 30 iterations the job once finished between two polls.
+ITER=300
+ARGS=("${BASE[@]}" --iterations "$ITER")
 
 job_id() { sed -n 's/^submitted job \([0-9_]*\):.*/\1/p' "$1"; }
 job_field() { scontrol -o show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
@@ -39,7 +42,7 @@ jid=$(job_id straight.sub)
 [ -n "$jid" ] || fail "no job id: $(cat straight.sub)"
 slurm_wait "$jid" 180 || fail "job $jid did not finish"
 [ "$(job_field "$jid" JobState)" = COMPLETED ] || fail "job $jid: $(scontrol show job "$jid"); $(cat straight/slurm-*.out)"
-[ "$(wc -l < straight/metrics.csv)" -eq 31 ] || fail "straight: $(cat straight/slurm-*.out)"
+[ "$(wc -l < straight/metrics.csv)" -eq $((ITER + 1)) ] || fail "straight: $(cat straight/slurm-*.out)"
 grep -q "parameters identical on all ranks: yes" straight/slurm-"$jid".out || fail "no identity check in the job output"
 pass "a 2-rank training job ran through sbatch + srun --mpi=pmix and completed"
 
@@ -50,7 +53,7 @@ for _ in $(seq 120); do
   [ -f pre/metrics.csv ] && [ "$(wc -l < pre/metrics.csv)" -ge 3 ] && break
   sleep 0.5
 done
-[ "$(wc -l < pre/metrics.csv)" -lt 31 ] || fail "the job finished before it could be signalled"
+[ "$(wc -l < pre/metrics.csv)" -le "$ITER" ] || fail "the job finished before it could be signalled"
 scancel --signal=USR1 --batch "$jid"
 # Slurm holds a requeued batch job back for a while (BeginTime); release it once it is requeued.
 for _ in $(seq 120); do
