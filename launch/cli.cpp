@@ -104,6 +104,21 @@ std::string describe_parse_error(CLI::App& app, const CLI::ParseError& e) {
   return msg + (hints.empty() ? "" : hints + "?)");
 }
 
+/// CLI11's help, without the value a negated flag sets: `--eval-after,--no-eval-after{false}`
+/// read as "defaults to false" for a flag whose default is true (the help text states it).
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
+    for (auto open = name.find('{'); open != std::string::npos; open = name.find('{')) {
+      const auto close = name.find('}', open);
+      if (close == std::string::npos) break;
+      name.erase(open, close - open + 1);
+    }
+    return name;
+  }
+};
+
 /// Everything a run-like subcommand binds.
 struct Command {
   CLI::App* app = nullptr;
@@ -395,6 +410,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       "marlsched " MARLSCHED_VERSION
       ": multi-agent reinforcement-learning schedulers trained across MPI ranks.\n"
       "Each MPI rank hosts --agents-per-rank agents (data centers) with their env shards."};
+  app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands, which inherit it
   // --version names the BLAS that libtorch runs on and its thread count at start (the rank sets
   // it to --threads before any work): the two things besides the code that change a run's speed.
   app.set_version_flag("--version", [] {

@@ -387,9 +387,9 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       std::cout << "resuming from " << resume_from << " at iteration " << start_iteration
                 << std::endl;
     std::cout << "marlsched train: env " << spec.name << ", algo " << run.algo << ", " << n
-              << " agents on " << comm.size() << " ranks (" << k << " per rank), " << e
-              << " env copies per rank, " << T << " steps per rollout, " << run.iterations
-              << " iterations, run dir " << run.run_dir << std::endl;
+              << " agents on " << comm.size() << (comm.size() == 1 ? " rank (" : " ranks (") << k
+              << " per rank), " << e << " env copies per rank, " << T << " steps per rollout, "
+              << run.iterations << " iterations, run dir " << run.run_dir << std::endl;
   }
 
   if (world_state.empty())
@@ -563,8 +563,15 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
              << std::setprecision(2) << comp[static_cast<std::size_t>(i)] / slots;
         os << " |" << std::setprecision(4);
         const auto& names = agent->stat_names();
-        for (std::size_t i = 0; i < names.size() && i < 4; ++i)
-          os << " " << names[i].column << " " << us.values[i];
+        for (std::size_t i = 0; i < names.size() && i < 4; ++i) {
+          os << " " << names[i].column << " ";
+          // A statistic without a value yet (no gradient step: a replay buffer warming up)
+          // shows as "-"; a NaN after a step stopped the run above.
+          if (std::isnan(us.values[i]) && !us.stepped)
+            os << "-";
+          else
+            os << us.values[i];
+        }
         os << " | ETA " << fmt_eta(eta);
         std::cout << os.str() << std::endl;
       }

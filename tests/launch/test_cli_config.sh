@@ -44,3 +44,13 @@ if rev=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null); then
 else
   echo "skip: $SRC is not a git checkout, so there is no revision to compare --version with"
 fi
+
+# Output that says what it means (issue 23): --help shows no "{false}" beside a flag whose
+# default is true; a statistic without a value yet prints "-", not nan; "1 rank", not "1 ranks".
+"$BIN" train --help > help.txt
+grep -q -- "^  --eval-after,--no-eval-after$" help.txt || fail "--help: $(grep -- '--eval-after' help.txt)"
+if grep -q "{false}\|{true}" help.txt; then fail "--help still shows {false}: $(grep '{false}' help.txt | head -3)"; fi
+"$BIN" train --algo dqn --agents-per-rank 4 --iterations 1 --no-eval-after --traj-every 0 --run-dir dqn > dqn.log
+grep -q "4 agents on 1 rank (4 per rank)" dqn.log || fail "rank count wording: $(head -1 dqn.log)"
+grep -q "| td_loss - q_mean - epsilon [0-9.]* grad_norm - |" dqn.log || fail "warm-up statistics: $(grep iter dqn.log)"
+pass "--help without {false}; warm-up statistics print '-'; '1 rank'"
