@@ -25,6 +25,7 @@ struct LearnerConfigs {
   EsConfig es;
   std::string device = "cpu";  ///< --device, for every learner (nn::check_device)
   void bind(OptionBinder& b) {
+    b.group("Agent: every learner");
     b.add("device", device,
           "where the learner's networks run: cpu, cuda (each rank takes its node-local rank's "
           "GPU) or cuda:N; CUDA needs marlsched built against a CUDA libtorch");

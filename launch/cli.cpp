@@ -534,12 +534,14 @@ int run(int argc, char** argv, const dist::Comm& comm) {
   cmp->add_option("--resamples", compare_resamples, "bootstrap resamples")->capture_default_str();
 
   Command slurm_cmd;
-  slurm_cmd.bind(app.add_subcommand(
+  auto* slurm_app = app.add_subcommand(
       "slurm",
       "write a Slurm job script (training, a job-array sweep or evaluation) for the given "
-      "config and submit it with sbatch (--dry-run prints it); takes every train option"));
+      "config and submit it with sbatch (--dry-run writes and prints it without submitting); "
+      "takes every train option");
   SlurmOptions slurm_opts;
-  slurm_opts.add_to(slurm_cmd.app);
+  slurm_opts.add_to(slurm_app);  // first, so that --help lists its own options before train's
+  slurm_cmd.bind(slurm_app);
 
   try {
     app.parse(argc, argv);

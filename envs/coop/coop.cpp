@@ -12,6 +12,7 @@ constexpr std::uint32_t kMagic = 0xC0095A7Eu;
 }
 
 void Config::bind(OptionBinder& b) {
+  b.group("Env: cooperative signalling game (coop)");
   b.add("coop-actions", actions, "coop: actions (and signal values) per agent");
   b.add("coop-steps", steps, "coop: steps per episode");
 }

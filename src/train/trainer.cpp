@@ -650,6 +650,12 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
   es.copies = run.envs_per_rank;
   es.episodes = run.eval_episodes;
   es.seed = run.eval_seed;
+  // Every env copy plays whole episodes, so the count rounds up to a multiple of the copies.
+  const int played = (es.episodes + es.copies - 1) / es.copies * es.copies;
+  if (played != es.episodes && comm.is_root())
+    std::cout << "evaluating " << played << " episodes per policy: --eval-episodes " << es.episodes
+              << " rounded up to a multiple of the " << es.copies << " env copies per rank"
+              << std::endl;
   std::vector<EvalRow> rows;
   const int n = run.agents_per_rank * comm.size();
   if (!learned.exported.empty()) {

@@ -54,3 +54,9 @@ if grep -q "{false}\|{true}" help.txt; then fail "--help still shows {false}: $(
 grep -q "4 agents on 1 rank (4 per rank)" dqn.log || fail "rank count wording: $(head -1 dqn.log)"
 grep -q "| td_loss - q_mean - epsilon [0-9.]* grad_norm - |" dqn.log || fail "warm-up statistics: $(grep iter dqn.log)"
 pass "--help without {false}; warm-up statistics print '-'; '1 rank'"
+"$BIN" baselines --agents-per-rank 4 --eval-episodes 2 --baselines random > base.log
+grep -q "evaluating 4 episodes per policy: --eval-episodes 2 rounded up to a multiple of the 4 env copies per rank" base.log ||
+  fail "the rounded episode count is not said: $(head -3 base.log)"
+[ "$("$BIN" slurm --help | grep ':$' | sed -n 2p)" = "Slurm:" ] ||
+  fail "slurm --help does not list its own options first: $("$BIN" slurm --help | grep ':$' | head -3)"
+pass "a rounded --eval-episodes is said; slurm --help starts with its own options"
