@@ -38,6 +38,7 @@ std::vector<const T*> as(const std::vector<const Learner*>& ranks) {
 // The table of learners: one row per algorithm (adding one = a folder under agents/ and a row).
 struct LearnerEntry {
   std::string name;
+  std::string description;  ///< one line for `marlsched list`
   std::function<void(const LearnerConfigs&)> validate;
   std::function<void(const LearnerConfigs&, const EnvSpec&)> check_env;  // after validate
   std::function<int(const LearnerConfigs&, const EnvSpec&)> rollout_steps;
@@ -73,8 +74,10 @@ DqnConfig dqn_config(const LearnerConfigs& c) {
   return d;
 }
 
-LearnerEntry mappo_family(const std::string& name, bool central_critic) {
+LearnerEntry mappo_family(const std::string& name, bool central_critic,
+                          const std::string& description) {
   return {name,
+          description,
           [central_critic](const LearnerConfigs& c) {
             c.mappo.validate();
             MARLSCHED_REQUIRE(central_critic || c.mappo.critic == "concat",
@@ -98,8 +101,10 @@ LearnerEntry mappo_family(const std::string& name, bool central_critic) {
 }
 
 /// MASAC, and MADDPG (`maddpg`): one off-policy learner (agents/masac), the --sac-* options.
-LearnerEntry actor_critic_off_policy(const std::string& name, bool maddpg) {
+LearnerEntry actor_critic_off_policy(const std::string& name, bool maddpg,
+                                     const std::string& description) {
   return {name,
+          description,
           [](const LearnerConfigs& c) { c.masac.validate(); },
           [](const LearnerConfigs&, const EnvSpec&) {},
           [](const LearnerConfigs& c, const EnvSpec&) { return c.masac.rollout_steps; },
@@ -122,9 +127,12 @@ LearnerEntry actor_critic_off_policy(const std::string& name, bool maddpg) {
 
 const std::vector<LearnerEntry>& table() {
   static const std::vector<LearnerEntry> t = {
-      mappo_family("mappo", true),
-      mappo_family("ippo", false),
-      {"dqn", [](const LearnerConfigs& c) { c.dqn.validate(); },
+      mappo_family(
+          "mappo", true,
+          "multi-agent PPO: decentralised actors, a centralised critic (concat or pooled)"),
+      mappo_family("ippo", false, "independent PPO: each agent's critic sees only its own input"),
+      {"dqn", "deep Q-learning: independent learners, replay, target network (ASET's method)",
+       [](const LearnerConfigs& c) { c.dqn.validate(); },
        [](const LearnerConfigs&, const EnvSpec&) {},
        [](const LearnerConfigs& c, const EnvSpec&) { return c.dqn.rollout_steps; },
        [](const LearnerConfigs& c) { return c.dqn.team_reward; },
@@ -140,7 +148,7 @@ const std::vector<LearnerEntry>& table() {
                            "the method q(obs, agent))");
          Dqn::export_torchscript(as<Dqn>(ranks), path, metadata);
        }},
-      {"tsdqn",
+      {"tsdqn", "two-timescale DQN: a long-window head and a per-step head (LSTCB's method)",
        [](const LearnerConfigs& c) {
          c.dqn.validate();
          c.tsdqn.validate();
@@ -169,9 +177,14 @@ const std::vector<LearnerEntry>& table() {
                          "export: two-timescale DQN (tsdqn) policies cannot be exported yet; "
                          "evaluate them with `marlsched eval --model RUN_DIR`");
        }},
-      actor_critic_off_policy("masac", false),
-      actor_critic_off_policy("maddpg", true),
-      {"es", [](const LearnerConfigs& c) { c.es.validate(); },
+      actor_critic_off_policy("masac", false,
+                              "multi-agent soft actor-critic: discrete actions, replay, "
+                              "centralised critics"),
+      actor_critic_off_policy("maddpg", true,
+                              "multi-agent DDPG: Gumbel-softmax actors, replay, centralised "
+                              "critics"),
+      {"es", "evolution strategies: augmented random search with common random numbers",
+       [](const LearnerConfigs& c) { c.es.validate(); },
        [](const LearnerConfigs& c, const EnvSpec& spec) { c.es.check_env(spec); },
        // One whole episode per copy per iteration.
        [](const LearnerConfigs&, const EnvSpec& spec) { return spec.episode_length; },
@@ -199,6 +212,10 @@ const LearnerEntry& entry(const std::string& algo) {
   MARLSCHED_THROW(ConfigError, "unknown algorithm '" << algo << "' (known: " << known << ")");
 }
 }  // namespace
+
+std::string learner_description(const std::string& algo) {
+  return entry(algo).description;
+}
 
 const std::vector<std::string>& learner_names() {
   static const std::vector<std::string> names = [] {

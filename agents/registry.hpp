@@ -52,6 +52,8 @@ struct LearnerConfigs {
 };
 
 const std::vector<std::string>& learner_names();
+/// The named learner's one-line description (for `marlsched list`).
+std::string learner_description(const std::string& algo);
 
 /// Builds the named learner for this rank's layout; throws ConfigError for an unknown name.
 std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConfigs& cfg,

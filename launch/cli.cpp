@@ -818,7 +818,9 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       for (const auto& e : env_registry())
         std::cout << "  " << e.name << "  " << e.description << "\n";
       std::cout << "learners:\n";
-      for (const auto& l : learner_names()) std::cout << "  " << l << "\n";
+      for (const auto& l : learner_names())
+        std::cout << "  " << l << std::string(l.size() < 8 ? 8 - l.size() : 1, ' ')
+                  << learner_description(l) << "\n";
       std::cout << "baselines:\n";
       for (const auto& e : env_registry()) {
         std::cout << "  " << e.name << ":";

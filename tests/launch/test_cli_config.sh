@@ -33,6 +33,7 @@ for opt in --agents-per-rank --envs-per-rank --config --print-config --w-carbon 
 done
 listing=$("$BIN" list)
 grep -q "least-loaded" <<<"$listing" || fail "list lacks baselines"
+grep -q "^  mappo   multi-agent PPO: " <<<"$listing" || fail "list lacks the learners' descriptions: $listing"
 pass "help and list"
 
 # --version names the revision of the source tree the binary was built from (refreshed at every
