@@ -269,8 +269,9 @@ ResumePlan plan_resume(const RunConfig& run, const dist::Comm& comm, const std::
                                         dir + "/quarantine/ and resume from it"));
   }
   plan.checkpoint = all.back();
-  const Manifest m = validate_checkpoint(plan.checkpoint, comm.rank(), comm.size(),
-                                         run.agents_per_rank, run.envs_per_rank, fingerprint);
+  // Its files were checked above (this rank's, or every rank's with quarantine_damaged).
+  const Manifest m = validate_checkpoint(plan.checkpoint, comm.size(), run.agents_per_rank,
+                                         run.envs_per_rank, fingerprint);
   MARLSCHED_REQUIRE(m.iteration <= run.iterations,
                     "--resume: the checkpoint holds "
                         << m.iteration << " iterations but --iterations is " << run.iterations

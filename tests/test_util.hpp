@@ -3,10 +3,12 @@
 #include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "agents/policy.hpp"
+#include "core/error.hpp"
 
 namespace marlsched::test {
 
@@ -15,6 +17,16 @@ inline std::string shared_data() {
   const char* v = std::getenv("MARLSCHED_SHARED_DATA");
   if (v != nullptr && std::filesystem::exists(std::string(v) + "/carbon_intensity")) return v;
   return {};
+}
+
+/// The message of the InputError that `f` throws, or "(no error)".
+inline std::string input_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 /// A fresh temporary directory for one test.

@@ -86,7 +86,7 @@ std::string checkpoint_damage(const std::string& dir, int rank) {
   return {};
 }
 
-Manifest validate_checkpoint(const std::string& dir, int rank, int ranks, int agents_per_rank,
+Manifest validate_checkpoint(const std::string& dir, int ranks, int agents_per_rank,
                              int envs_per_rank, const std::string& fingerprint) {
   const Manifest m = read_manifest(dir + "/MANIFEST");
   MARLSCHED_REQUIRE(m.ranks == ranks, "checkpoint " << dir << " was written by " << m.ranks
@@ -104,8 +104,6 @@ Manifest validate_checkpoint(const std::string& dir, int rank, int ranks, int ag
                     << " was written with a different configuration (only iterations, "
                        "run-dir, quiet, evaluation, checkpoint and trajectory settings may change "
                        "on resume)");
-  const std::string damage = checkpoint_damage(dir, rank);
-  if (!damage.empty()) MARLSCHED_THROW(InputError, damage);
   return m;
 }
 

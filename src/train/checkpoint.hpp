@@ -27,9 +27,10 @@ std::vector<std::string> checkpoints(const std::string& run_dir);
 /// files, or only `rank`'s when rank >= 0; otherwise what is wrong, naming the file.
 std::string checkpoint_damage(const std::string& dir, int rank = -1);
 
-/// Checks a checkpoint against this run (rank count, layout, version, config) and this rank's
-/// files against the manifest. Throws ConfigError/InputError with a clear message.
-Manifest validate_checkpoint(const std::string& ckpt_dir, int rank, int ranks, int agents_per_rank,
+/// Checks a checkpoint's manifest against this run (rank count, layout, version, config).
+/// Throws ConfigError/InputError with a clear message. Its files are checked against the
+/// manifest by checkpoint_damage, which a resume runs first (to name the newest intact one).
+Manifest validate_checkpoint(const std::string& ckpt_dir, int ranks, int agents_per_rank,
                              int envs_per_rank, const std::string& fingerprint);
 
 /// Collective: writes checkpoint `iteration`; `write_rank_files(dir)` writes this rank's files

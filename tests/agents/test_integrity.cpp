@@ -31,14 +31,6 @@ void flip(const std::string& path, std::int64_t offset) {
   f.write(&c, 1);
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 }  // namespace
 
 TEST(Integrity, ArchiveCheckFindsAFlippedBitInAModelsWeights) {
@@ -58,15 +50,17 @@ TEST(Integrity, ArchiveCheckFindsAFlippedBitInAModelsWeights) {
     in.read("w", w);
   });
   EXPECT_FALSE(w.equal(torch::arange(0, 4096, torch::kFloat32)));
-  const auto msg = message_of([&] { verify_archive(dir + "/bad.pt", "model"); });
+  const auto msg = test::input_error_of([&] { verify_archive(dir + "/bad.pt", "model"); });
   EXPECT_NE(msg.find("model '" + dir + "/bad.pt' is damaged: record"), std::string::npos) << msg;
   EXPECT_NE(msg.find("CRC error"), std::string::npos) << msg;
   // Truncated, and not an archive at all.
   fs::resize_file(dir + "/bad.pt", 100);
-  EXPECT_NE(message_of([&] { verify_archive(dir + "/bad.pt", "model"); }).find("cannot read model"),
+  EXPECT_NE(test::input_error_of([&] {
+              verify_archive(dir + "/bad.pt", "model");
+            }).find("cannot read model"),
             std::string::npos);
   std::ofstream(dir + "/text.pt") << "not a model";
-  EXPECT_NE(message_of([&] {
+  EXPECT_NE(test::input_error_of([&] {
               verify_archive(dir + "/text.pt", "exported policy");
             }).find("cannot read exported policy"),
             std::string::npos);
@@ -74,11 +68,11 @@ TEST(Integrity, ArchiveCheckFindsAFlippedBitInAModelsWeights) {
 
 TEST(Integrity, TrainedRanksNamesAMissingModel) {
   const auto dir = test::temp_dir("ranks");
-  EXPECT_NE(message_of([&] { trained_ranks(dir); }).find("holds no trained model"),
+  EXPECT_NE(test::input_error_of([&] { trained_ranks(dir); }).find("holds no trained model"),
             std::string::npos);
   for (int r : {0, 1, 3}) std::ofstream(dir + "/model-rank-" + std::to_string(r) + ".pt") << "x";
   std::ofstream(dir + "/model-rank-x.pt") << "not a rank";
-  EXPECT_NE(message_of([&] { trained_ranks(dir); }).find("lacks model-rank-2.pt"),
+  EXPECT_NE(test::input_error_of([&] { trained_ranks(dir); }).find("lacks model-rank-2.pt"),
             std::string::npos);
   std::ofstream(dir + "/model-rank-2.pt") << "x";
   EXPECT_EQ(trained_ranks(dir), 4);

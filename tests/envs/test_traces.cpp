@@ -16,14 +16,6 @@ std::string write(const std::string& dir, const std::string& name, const std::st
   std::ofstream(p, std::ios::binary) << text;
   return p;
 }
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 const std::map<std::string, double> kFx = {{"EUR", 1.08}, {"SGD", 0.744}, {"JPY", 0.00712}};
 }  // namespace
 
@@ -102,23 +94,28 @@ TEST(TraceErrors, NameFileAndLine) {
       "eq/kWh (LCA)\n";
   auto gap =
       write(dir, "gap.csv", hdr + "2023-01-01 00:00:00,X,X,X,1,2\n2023-01-01 02:00:00,X,X,X,1,2\n");
-  EXPECT_NE(error_of([&] { load_carbon_csv(gap); }).find("gap.csv:3: expected hourly"),
+  EXPECT_NE(test::input_error_of([&] { load_carbon_csv(gap); }).find("gap.csv:3: expected hourly"),
             std::string::npos);
   auto bad_ts = write(dir, "ts.csv", hdr + "2023-01-01 00:00:00,X,X,X,1,2\nnot-a-date,X,X,X,1,2\n");
-  EXPECT_NE(error_of([&] { load_carbon_csv(bad_ts); }).find("ts.csv:3: unparsable timestamp"),
-            std::string::npos);
+  EXPECT_NE(
+      test::input_error_of([&] { load_carbon_csv(bad_ts); }).find("ts.csv:3: unparsable timestamp"),
+      std::string::npos);
   auto nan = write(dir, "nan.csv", hdr + "2023-01-01 00:00:00,X,X,X,1,nan\n");
-  EXPECT_NE(error_of([&] { load_carbon_csv(nan); }).find("nan.csv:2: column 6"), std::string::npos);
+  EXPECT_NE(test::input_error_of([&] { load_carbon_csv(nan); }).find("nan.csv:2: column 6"),
+            std::string::npos);
   auto nocol = write(dir, "nocol.csv", "Datetime (UTC),Country\n2023-01-01 00:00:00,X\n");
-  EXPECT_NE(error_of([&] { load_carbon_csv(nocol); }).find("missing carbon intensity column"),
-            std::string::npos);
+  EXPECT_NE(
+      test::input_error_of([&] { load_carbon_csv(nocol); }).find("missing carbon intensity column"),
+      std::string::npos);
   auto short_row = write(dir, "short.csv", hdr + "2023-01-01 00:00:00,X,X\n");
-  EXPECT_NE(error_of([&] { load_carbon_csv(short_row); }).find("short.csv:2"), std::string::npos);
+  EXPECT_NE(test::input_error_of([&] { load_carbon_csv(short_row); }).find("short.csv:2"),
+            std::string::npos);
   auto badprice = write(dir, "bp.csv", "Datetime,Cost\n2023-01-01 00:00:00,1\n");
-  EXPECT_NE(error_of([&] { load_price_csv(badprice, {}); }).find("not a price CSV"),
+  EXPECT_NE(test::input_error_of([&] { load_price_csv(badprice, {}); }).find("not a price CSV"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { load_carbon_csv(dir + "/missing.csv"); }).find("cannot open"),
-            std::string::npos);
+  EXPECT_NE(
+      test::input_error_of([&] { load_carbon_csv(dir + "/missing.csv"); }).find("cannot open"),
+      std::string::npos);
 }
 
 TEST(SyntheticTraces, CommittedDataIsWhatTheDefaultRunUses) {
