@@ -39,6 +39,9 @@ class GeoDcFactory final : public EnvFactory {
                 << " columns at " << shards.size() << " sites (docs/envs/geodc.md)" << std::endl;
     return r.utility;
   }
+  std::vector<std::string> input_notes() const override {
+    return geodc::input_notes(*cfg_, sites_);
+  }
 
  private:
   std::shared_ptr<const geodc::Config> cfg_;

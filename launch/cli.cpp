@@ -366,6 +366,17 @@ void export_policy(const std::string& run_dir, const std::string& out, bool with
             << std::endl;
 }
 
+/// The resolved config as the run records it (config.toml, the trajectory files): the options,
+/// then how the env read its input files, as comments (not options; the fingerprint that a
+/// resume checks skips comments).
+std::string config_record(const Command& cmd, const EnvFactory& factory) {
+  std::string text = cmd.binder->to_toml();
+  const auto notes = factory.input_notes();
+  if (!notes.empty()) text += "\n# Input files as read (not options):\n";
+  for (const auto& note : notes) text += "# " + note + "\n";
+  return text;
+}
+
 struct Prepared {
   std::unique_ptr<EnvFactory> factory;
 };
@@ -383,6 +394,8 @@ Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner,
   ec.validate(n);
   Prepared p;
   p.factory = entry.make_factory(ec, n);
+  if (comm.is_root())
+    for (const auto& note : p.factory->input_notes()) std::cout << note << "\n";
   if (needs_learner) {
     cmd.learners.check_env(cmd.run.algo, p.factory->spec());
     check_env(cmd.run, p.factory->spec());
@@ -766,7 +779,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         std::cerr << "marlsched: resuming from " << resume.checkpoint << "\n";
       comm.barrier();
       const auto summary = train(train_cmd.run, train_cmd.learners, *prep.factory, comm,
-                                 train_cmd.binder->to_toml(), resume.checkpoint);
+                                 config_record(train_cmd, *prep.factory), resume.checkpoint);
       if (summary.stop_signal != 0) return kExitRequeue;
       // A stop signal during the last iteration: training is complete, evaluation is skipped.
       if (train_cmd.run.eval_after && comm.allreduce_max(stop_requested()) == 0)

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -46,8 +47,15 @@ void Config::bind(OptionBinder& b) {
   b.add("carbon-files", carbon_files, "Electricity Maps hourly CSV per site (default: synthetic)");
   b.add("price-files", price_files, "hourly price CSV per site (default: synthetic)");
   b.add("carbon-column", carbon_column, "carbon intensity column: lca | direct");
-  b.add("fx", fx, "exchange rates to USD, CUR=rate");
-  b.add("trace-start", trace_start, "UTC time that episodes' start offsets count from");
+  b.add("fx", fx,
+        "exchange rates to USD, CUR=rate; they override or add to the built-in 2023 means "
+        "(docs/envs/geodc.md lists them)");
+  b.add("trace-repair", trace_repair,
+        "repairs of real trace files, any of drop-duplicates (a repeated hour with the same "
+        "value), average-duplicates (repeated with other values: their mean), fill-gaps (one "
+        "missing hour: the mean of its neighbours); none: refuse them");
+  b.add("trace-start", trace_start,
+        "time that episodes' start offsets count from (ISO 8601; UTC unless it has an offset)");
   b.add("trace-days", trace_days, "episodes start uniformly within this many days of trace-start");
   b.add("trace-seed", trace_seed, "seed of the synthetic traces (the data, not the run)");
   b.add("w-work", w_work, "reward per GPU-hour completed within deadline");
@@ -72,8 +80,9 @@ const double kMbps[4][4] = {
 const double kRttMs[4][4] = {
     {0, 70, 240, 120}, {70, 0, 190, 180}, {240, 190, 0, 350}, {120, 180, 350, 0}};
 
+/// The built-in rates with --fx's entries over them.
 std::map<std::string, double> parse_fx(const std::vector<std::string>& fx) {
-  std::map<std::string, double> out;
+  std::map<std::string, double> out = builtin_fx();
   for (const auto& s : fx) {
     const auto eq = s.find('=');
     MARLSCHED_REQUIRE(eq != std::string::npos && eq > 0,
@@ -99,7 +108,9 @@ void require_per_site(const std::vector<T>& v, std::size_t n, const char* flag) 
 std::int64_t trace_start_hour(const Config& c) {
   std::int64_t s = 0;
   MARLSCHED_REQUIRE(csv::parse_datetime(c.trace_start, s),
-                    "--trace-start: expected 'YYYY-MM-DD HH:MM', got '" << c.trace_start << "'");
+                    "--trace-start: expected an ISO 8601 time such as '2023-01-01 00:00' or "
+                    "'2023-01-01T00:00-06:00', got '"
+                        << c.trace_start << "'");
   return s / 3600;
 }
 
@@ -109,12 +120,28 @@ std::int64_t trace_start_hour(const Config& c) {
 void check_coverage(const HourlySeries& s, const std::string& path, std::int64_t t0,
                     int episode_hours, int trace_days) {
   const auto n = static_cast<std::int64_t>(s.values.size());
-  if (t0 < s.start_hour || t0 >= s.start_hour + n)
+  if (t0 < s.start_hour || t0 >= s.start_hour + n) {
+    // A file that starts a few hours after --trace-start is often one whose clock is local
+    // time: say how its timestamps were read, so that the user fixes the clock, not the data.
+    std::string clock;
+    if (t0 < s.start_hour && s.start_hour - t0 < 24) {
+      clock = s.has_offset && s.offset_minutes != 0
+                  ? ". Its timestamps are local time (" + csv::format_utc_offset(s.offset_minutes) +
+                        "): its first, '" + s.first_stamp + "', is " +
+                        csv::format_datetime(s.start_hour * 3600) + " UTC"
+                  : ". Its timestamps are read as UTC" +
+                        std::string(s.has_offset ? "" : " (they carry no offset)") +
+                        "; if the file is in local time, write the offsets into its timestamps "
+                        "(ISO 8601, e.g. '2023-01-01 00:00:00-06:00')";
+      clock += "; or start at --trace-start '" + csv::format_datetime(s.start_hour * 3600) +
+               "' (UTC), the first hour it covers";
+    }
     MARLSCHED_THROW(InputError, path << " covers " << csv::format_datetime(s.start_hour * 3600)
                                      << " to "
                                      << csv::format_datetime((s.start_hour + n - 1) * 3600)
-                                     << "; --trace-start " << csv::format_datetime(t0 * 3600)
-                                     << " is outside it");
+                                     << " UTC; --trace-start " << csv::format_datetime(t0 * 3600)
+                                     << " UTC is outside it" << clock);
+  }
   if (n < episode_hours)
     MARLSCHED_THROW(InputError, path << " holds " << n << " hours, shorter than one episode ("
                                      << episode_hours
@@ -232,6 +259,7 @@ void Config::validate(int num_agents) const {
   MARLSCHED_REQUIRE(carbon_column == "lca" || carbon_column == "direct",
                     "--carbon-column: expected lca or direct, got '" << carbon_column << "'");
   parse_fx(fx);
+  TraceRepair::parse(trace_repair);
   trace_start_hour(*this);
   MARLSCHED_REQUIRE(trace_days > 0, "--trace-days must be positive");
   // Rewards are float32 in the learners and trajectories: a weight that scales an episode's
@@ -298,6 +326,7 @@ std::vector<int> targets_of(int agent, int num_agents, int neighbours) {
 
 std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int num_agents) {
   const auto fx = parse_fx(cfg.fx);
+  const auto repair = TraceRepair::parse(cfg.trace_repair);
   const std::int64_t t0 = trace_start_hour(cfg);
   const int episode_hours = (cfg.episode_slots * cfg.slot_minutes + 59) / 60;
   const int hours = cfg.trace_days * 24 + episode_hours + 48;
@@ -318,16 +347,16 @@ std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int n
         d->carbon =
             synth_carbon(zone_profile(cfg.sites[si]), t0, hours, derive_seed(cfg.trace_seed, {si}));
       else {
-        d->carbon = load_carbon_csv(cfg.carbon_files[si], cfg.carbon_column == "lca"
-                                                              ? CarbonColumn::kLifecycle
-                                                              : CarbonColumn::kDirect);
+        d->carbon = load_carbon_csv(
+            cfg.carbon_files[si],
+            cfg.carbon_column == "lca" ? CarbonColumn::kLifecycle : CarbonColumn::kDirect, repair);
         check_coverage(d->carbon, cfg.carbon_files[si], t0, episode_hours, cfg.trace_days);
       }
       if (cfg.price_files.empty())
         d->price =
             synth_price(zone_profile(cfg.sites[si]), t0, hours, derive_seed(cfg.trace_seed, {si}));
       else {
-        d->price = load_price_csv(cfg.price_files[si], fx);
+        d->price = load_price_csv(cfg.price_files[si], fx, repair);
         check_coverage(d->price, cfg.price_files[si], t0, episode_hours, cfg.trace_days);
       }
       per_site[si] = d;
@@ -351,6 +380,27 @@ std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int n
         d->tasks.push_back(t);
     out.push_back(std::move(d));
   }
+  return out;
+}
+
+std::vector<std::string> input_notes(const Config& cfg,
+                                     const std::vector<std::shared_ptr<const SiteData>>& sites) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const auto& site : sites)
+    for (const HourlySeries* s : {&site->carbon, &site->price}) {
+      if (s->source.empty() || !seen.insert(s->source).second) continue;
+      if (!s->repairs.empty()) out.push_back(s->source + ": --trace-repair " + s->repairs);
+      if (s->currency.empty() || s->currency == "USD") continue;
+      const bool given = std::any_of(cfg.fx.begin(), cfg.fx.end(), [&](const std::string& e) {
+        return e.rfind(s->currency + "=", 0) == 0;
+      });
+      std::ostringstream o;
+      o << s->source << ": prices in " << s->currency << "/MWh, converted at " << s->to_usd
+        << " USD per " << s->currency
+        << (given ? " (--fx)" : " (built-in 2023 mean; --fx " + s->currency + "=RATE to change)");
+      out.push_back(o.str());
+    }
   return out;
 }
 

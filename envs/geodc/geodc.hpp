@@ -69,7 +69,8 @@ struct Config : EnvConfig {
   std::vector<std::string> carbon_files;  ///< one per site; empty: synthetic
   std::vector<std::string> price_files;   ///< one per site; empty: synthetic
   std::string carbon_column = "lca";      ///< "lca" or "direct"
-  std::vector<std::string> fx{"EUR=1.08", "SGD=0.744", "JPY=0.00712"};
+  std::vector<std::string> fx;            ///< CUR=rate over builtin_fx()
+  std::vector<std::string> trace_repair;  ///< TraceRepair names; empty: strict
   std::string trace_start = "2023-01-01 00:00";
   int trace_days = 365;
   std::uint64_t trace_seed = 2023;
@@ -111,6 +112,11 @@ std::vector<int> targets_of(int agent, int num_agents, int neighbours);
 
 /// Loads (or synthesises) the traces of every site once; shards then share them.
 std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int num_agents);
+
+/// One line per trace file that load_sites() repaired (--trace-repair) and per price file it
+/// converted to USD, in site order, each file once.
+std::vector<std::string> input_notes(const Config& cfg,
+                                     const std::vector<std::shared_ptr<const SiteData>>& sites);
 
 class Shard final : public marlsched::Shard {
  public:

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <iomanip>
+#include <sstream>
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
@@ -34,46 +35,137 @@ double HourlySeries::mean(std::int64_t epoch_hour, int n) const {
 
 namespace {
 
-/// Reads the timestamp column and checks hourly spacing.
-std::int64_t read_hours(const csv::Table& t, int col, std::vector<double>& values,
-                        std::vector<int>& lines, int vcol, bool allow_negative) {
-  std::int64_t start = 0, prev = 0;
-  values.reserve(t.rows.size());
+/// A kind of repair: how often it happened and the file line of its first use.
+struct RepairCount {
+  int n = 0, first_line = 0;
+  void add(int line) {
+    if (n++ == 0) first_line = line;
+  }
+  std::string text(const char* one, const char* many) const {
+    std::ostringstream o;
+    o << n << ' ' << (n == 1 ? one : many) << " (" << (n == 1 ? "line " : "first at line ")
+      << first_line << ")";
+    return o.str();
+  }
+};
+
+/// Reads the timestamp and value columns into `s`: on-the-hour, strictly hourly timestamps,
+/// except what `repair` mends (recorded in s.repairs).
+void read_hours(const csv::Table& t, int col, int vcol, bool allow_negative,
+                const TraceRepair& repair, HourlySeries& s) {
+  std::int64_t prev = 0;
+  double raw_prev = 0.0, hour_sum = 0.0;  // the previous row's value; the sum of its hour's
+  int hour_rows = 0, prev_line = 0;       // rows (for averaging) and their count
+  RepairCount dropped, averaged, filled;
+  s.values.reserve(t.rows.size());
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const int line = t.line_numbers[r];
     if (static_cast<int>(t.rows[r].size()) <= std::max(col, vcol))
       MARLSCHED_THROW(InputError, t.path << ":" << line << ": expected at least "
                                          << std::max(col, vcol) + 1 << " columns, found "
                                          << t.rows[r].size());
-    std::int64_t secs = 0;
-    if (!csv::parse_datetime(t.rows[r][static_cast<std::size_t>(col)], secs))
-      MARLSCHED_THROW(InputError, t.path << ":" << line << ": unparsable timestamp '"
-                                         << t.rows[r][static_cast<std::size_t>(col)] << "'");
-    if (secs % 3600 != 0)
-      MARLSCHED_THROW(InputError, t.path << ":" << line << ": timestamp is not on the hour");
-    const std::int64_t h = secs / 3600;
-    if (r == 0) {
-      start = h;
-    } else if (h != prev + 1) {
-      MARLSCHED_THROW(InputError, t.path << ":" << line << ": expected hourly timestamps, got "
-                                         << t.rows[r][static_cast<std::size_t>(col)] << " after "
-                                         << csv::format_datetime(prev * 3600)
-                                         << (h <= prev ? " (not increasing)" : " (gap)"));
-    }
-    prev = h;
+    const std::string& stamp = t.rows[r][static_cast<std::size_t>(col)];
+    const auto ts = csv::parse_timestamp(stamp);
+    if (!ts)
+      MARLSCHED_THROW(InputError, t.path
+                                      << ":" << line << ": unparsable timestamp '" << stamp
+                                      << "' (expected ISO 8601, e.g. '2023-01-01 00:00:00', "
+                                         "'2023-01-01T00:00:00Z' or '2023-01-01 00:00:00-06:00')");
+    if (ts->utc_seconds % 3600 != 0)
+      MARLSCHED_THROW(InputError, t.path << ":" << line << ": timestamp '" << stamp
+                                         << "' is not on the hour (in UTC)");
+    const std::int64_t h = ts->utc_seconds / 3600;
     const double v = csv::parse_double(t, r, static_cast<std::size_t>(vcol));
     if (!allow_negative && v < 0)
       MARLSCHED_THROW(InputError, t.path << ":" << line << ": negative value " << v);
-    values.push_back(v);
-    lines.push_back(line);
+    const auto utc = [](std::int64_t hour) { return csv::format_datetime(hour * 3600) + " UTC"; };
+    if (r == 0) {
+      s.start_hour = h;
+      s.has_offset = ts->has_offset;
+      s.offset_minutes = ts->offset_minutes;
+      s.first_stamp = stamp;
+    } else if (h == prev) {  // the same hour again
+      if (v == raw_prev && (repair.drop_duplicates || repair.average_duplicates)) {
+        dropped.add(line);
+        prev_line = line;
+        continue;
+      }
+      if (v != raw_prev && repair.average_duplicates) {
+        hour_sum += v;
+        s.values.back() = hour_sum / ++hour_rows;
+        averaged.add(line);
+        raw_prev = v;
+        prev_line = line;
+        continue;
+      }
+      if (v == raw_prev)
+        MARLSCHED_THROW(InputError, t.path << ":" << line << ": the hour " << utc(h)
+                                           << " again, with the same value as line " << prev_line
+                                           << " (--trace-repair drop-duplicates drops such "
+                                              "repeats)");
+      MARLSCHED_THROW(InputError, t.path << ":" << line << ": the hour " << utc(h)
+                                         << " again, with another value (" << raw_prev
+                                         << " at line " << prev_line << ", " << v
+                                         << " here; --trace-repair average-duplicates takes "
+                                            "their mean)");
+    } else if (h == prev + 2 && repair.fill_gaps) {  // one missing hour: the mean of its sides
+      s.values.push_back(0.5 * (s.values.back() + v));
+      s.lines.push_back(line);
+      filled.add(line);
+    } else if (h != prev + 1) {
+      MARLSCHED_THROW(InputError,
+                      t.path << ":" << line << ": expected hourly timestamps, got " << stamp
+                             << " after " << utc(prev)
+                             << (h < prev ? " (not increasing)"
+                                          : " (a gap of " + std::to_string(h - prev - 1) +
+                                                " missing hour" + (h - prev - 1 == 1 ? "" : "s") +
+                                                (h - prev - 1 == 1 && !repair.fill_gaps
+                                                     ? "; --trace-repair fill-gaps fills it)"
+                                                     : ")")));
+    }
+    prev = h;
+    raw_prev = v;
+    prev_line = line;
+    hour_sum = v;
+    hour_rows = 1;
+    s.values.push_back(v);
+    s.lines.push_back(line);
   }
-  if (values.empty()) MARLSCHED_THROW(InputError, t.path << ": no data rows");
-  return start;
+  if (s.values.empty()) MARLSCHED_THROW(InputError, t.path << ": no data rows");
+  std::vector<std::string> parts;
+  if (dropped.n > 0) parts.push_back("dropped " + dropped.text("repeated row", "repeated rows"));
+  if (averaged.n > 0)
+    parts.push_back("averaged " + averaged.text("row that repeated an hour with another value",
+                                                "rows that repeated an hour with another value"));
+  if (filled.n > 0) parts.push_back("filled " + filled.text("missing hour", "missing hours"));
+  if (repair.any()) {
+    s.repairs = parts.empty() ? "nothing to repair" : "";
+    for (std::size_t i = 0; i < parts.size(); ++i) s.repairs += (i ? ", " : "") + parts[i];
+  }
 }
 
 }  // namespace
 
-HourlySeries load_carbon_csv(const std::string& path, CarbonColumn column) {
+TraceRepair TraceRepair::parse(const std::vector<std::string>& names) {
+  TraceRepair r;
+  for (const auto& n : names) {
+    if (n == "drop-duplicates")
+      r.drop_duplicates = true;
+    else if (n == "average-duplicates")
+      r.average_duplicates = true;
+    else if (n == "fill-gaps")
+      r.fill_gaps = true;
+    else if (n != "none")
+      MARLSCHED_THROW(ConfigError, "--trace-repair: unknown repair '"
+                                       << n
+                                       << "' (known: drop-duplicates, average-duplicates, "
+                                          "fill-gaps; none for strict reading)");
+  }
+  return r;
+}
+
+HourlySeries load_carbon_csv(const std::string& path, CarbonColumn column,
+                             const TraceRepair& repair) {
   const auto t = csv::read(path, true);
   const int tcol = csv::find_column(t.header, {"datetime"});
   int vcol = -1;
@@ -89,7 +181,7 @@ HourlySeries load_carbon_csv(const std::string& path, CarbonColumn column) {
                                      << " column");
   HourlySeries s;
   s.unit = "gCO2eq/kWh";
-  s.start_hour = read_hours(t, tcol, s.values, s.lines, vcol, false);
+  read_hours(t, tcol, vcol, false, repair, s);
   s.source = path;
   const int zcol = csv::find_column(t.header, {"zone id"});
   if (zcol >= 0 && !t.rows.empty() && static_cast<int>(t.rows[0].size()) > zcol)
@@ -97,8 +189,20 @@ HourlySeries load_carbon_csv(const std::string& path, CarbonColumn column) {
   return s;
 }
 
-HourlySeries load_price_csv(const std::string& path,
-                            const std::map<std::string, double>& fx_to_usd) {
+const std::map<std::string, double>& builtin_fx() {
+  // Annual means of 2023 daily reference rates, rounded to 3 or 4 significant figures; EUR, SGD
+  // and JPY are the rates the synthetic profiles were calibrated with (see zone profiles).
+  static const std::map<std::string, double> fx = {
+      {"AUD", 0.664},   {"BGN", 0.553},   {"BRL", 0.200},   {"CAD", 0.741},   {"CHF", 1.113},
+      {"CLP", 0.00119}, {"CNY", 0.1412},  {"CZK", 0.0451},  {"DKK", 0.1451},  {"EUR", 1.08},
+      {"GBP", 1.244},   {"HUF", 0.00283}, {"INR", 0.01211}, {"JPY", 0.00712}, {"KRW", 0.000766},
+      {"MXN", 0.0564},  {"NOK", 0.0947},  {"NZD", 0.614},   {"PLN", 0.238},   {"RON", 0.2186},
+      {"SEK", 0.0943},  {"SGD", 0.744},   {"TWD", 0.0321},  {"ZAR", 0.0542}};
+  return fx;
+}
+
+HourlySeries load_price_csv(const std::string& path, const std::map<std::string, double>& fx_to_usd,
+                            const TraceRepair& repair) {
   const auto t = csv::read(path, true);
   const int tcol = csv::find_column(t.header, {"datetime"});
   const int vcol = csv::find_column(t.header, {"price", "mwh"});
@@ -114,16 +218,23 @@ HourlySeries load_price_csv(const std::string& path,
   double fx = 1.0;
   if (cur != "USD") {
     const auto it = fx_to_usd.find(cur);
-    if (it == fx_to_usd.end())
+    if (it == fx_to_usd.end()) {
+      std::string known;
+      for (const auto& [c, rate] : fx_to_usd) known += (known.empty() ? "" : ", ") + c;
       MARLSCHED_THROW(ConfigError, path << ": prices are in " << cur
-                                        << " but no exchange rate is configured (--fx " << cur
-                                        << "=<USD per " << cur << ">)");
+                                        << ", which has no exchange rate (known: USD"
+                                        << (known.empty() ? "" : ", " + known)
+                                        << "); give one with --fx " << cur << "=<USD per " << cur
+                                        << ">");
+    }
     fx = it->second;
   }
   HourlySeries s;
   s.unit = "USD/MWh";
-  s.start_hour = read_hours(t, tcol, s.values, s.lines, vcol, true);
+  read_hours(t, tcol, vcol, true, repair, s);
   s.source = path;
+  s.currency = cur;
+  s.to_usd = fx;
   for (auto& v : s.values) v *= fx;
   return s;
 }

@@ -21,6 +21,16 @@ struct HourlySeries {
   std::vector<double> values;
   std::string source;      ///< the file it was read from ("" when synthetic)
   std::vector<int> lines;  ///< the file line of each value (empty when synthetic)
+  /// How the file's clock was written: whether its first timestamp had a UTC offset, the offset,
+  /// and the timestamp as written (for messages about coverage).
+  bool has_offset = false;
+  int offset_minutes = 0;
+  std::string first_stamp;
+  /// What --trace-repair changed, as one phrase ("" when it changed nothing or was off).
+  std::string repairs;
+  /// A price file's currency and the USD per unit its values were multiplied by.
+  std::string currency;
+  double to_usd = 1.0;
 
   /// Value at an absolute epoch hour (wraps around).
   double at(std::int64_t epoch_hour) const;
@@ -30,20 +40,41 @@ struct HourlySeries {
   double mean(std::int64_t epoch_hour, int n) const;
 };
 
+/// Opt-in repairs of the defects real hourly files have (--trace-repair). Off by default: then a
+/// repeated hour, a missing hour or a step back in time stops the run with the file and line.
+struct TraceRepair {
+  bool drop_duplicates = false;     ///< an hour repeated with the same value: the repeat is dropped
+  bool average_duplicates = false;  ///< repeated with other values: their mean (drops exact ones)
+  bool fill_gaps = false;           ///< one missing hour: the mean of the hours either side
+
+  /// From the names drop-duplicates, average-duplicates, fill-gaps (none: strict); throws
+  /// ConfigError naming an unknown one.
+  static TraceRepair parse(const std::vector<std::string>& names);
+  bool any() const { return drop_duplicates || average_duplicates || fill_gaps; }
+};
+
 /// Which Electricity Maps intensity column to use.
 enum class CarbonColumn { kLifecycle, kDirect };
 
 /// Reads an Electricity Maps hourly CSV (both the older "Carbon Intensity gCO₂eq/kWh (LCA)" and
-/// the newer "Carbon intensity gCO₂eq/kWh (Life cycle)" headers). Requires strictly hourly,
-/// increasing timestamps and finite non-negative values; errors name file and line.
+/// the newer "Carbon intensity gCO₂eq/kWh (Life cycle)" headers). Timestamps are ISO 8601
+/// (csv::parse_timestamp: with an offset they are converted to UTC, without one they are read as
+/// UTC). Requires on-the-hour, strictly hourly, increasing timestamps, except what `repair`
+/// allows, and finite non-negative values; errors name file and line.
 HourlySeries load_carbon_csv(const std::string& path,
-                             CarbonColumn column = CarbonColumn::kLifecycle);
+                             CarbonColumn column = CarbonColumn::kLifecycle,
+                             const TraceRepair& repair = {});
 
 /// Reads a price CSV with columns `Datetime,Price (CUR/MWh)` (also `Datetime (UTC)` first).
-/// Prices are converted to USD with `fx_to_usd` (currency code -> USD per unit); USD needs none.
-/// Negative prices are legal (they occur in DE-LU); non-finite ones are not.
-HourlySeries load_price_csv(const std::string& path,
-                            const std::map<std::string, double>& fx_to_usd);
+/// Prices are converted to USD with `fx_to_usd` (currency code -> USD per unit); USD needs none;
+/// a currency without a rate is a ConfigError that lists the known ones. Negative prices are
+/// legal (they occur in DE-LU); non-finite ones are not.
+HourlySeries load_price_csv(const std::string& path, const std::map<std::string, double>& fx_to_usd,
+                            const TraceRepair& repair = {});
+
+/// Built-in exchange rates, USD per unit of the currencies of the day-ahead markets in
+/// Electricity Maps' zones (2023 annual means, rounded; --fx overrides or adds any).
+const std::map<std::string, double>& builtin_fx();
 
 /// Parameters of the synthetic generator for one zone, calibrated on the zone's 2023 hourly data
 /// (Electricity Maps LCA intensity and day-ahead prices): annual mean, half peak-to-trough of the

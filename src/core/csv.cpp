@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "core/error.hpp"
@@ -142,35 +143,78 @@ static std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
 
-bool parse_datetime(std::string_view s, std::int64_t& epoch_seconds) {
+namespace {
+bool leap(std::int64_t y) {
+  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+int days_in_month(std::int64_t y, int m) {
+  static const int d[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m == 2 && leap(y) ? 29 : d[m - 1];
+}
+}  // namespace
+
+std::optional<Timestamp> parse_timestamp(std::string_view s) {
   s = trim(s);
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0;
-  auto num = [&](std::size_t pos, std::size_t len, int& out) {
-    if (pos + len > s.size()) return false;
-    for (std::size_t i = pos; i < pos + len; ++i)
+  std::size_t p = 0;
+  auto digits = [&](std::size_t len, int& out) {
+    if (p + len > s.size()) return false;
+    out = 0;
+    for (std::size_t i = p; i < p + len; ++i) {
       if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
-    out = std::stoi(std::string(s.substr(pos, len)));
+      out = out * 10 + (s[i] - '0');
+    }
+    p += len;
     return true;
   };
-  if (s.size() < 16 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') || s[13] != ':')
+  auto lit = [&](char c) {
+    if (p < s.size() && s[p] == c) return ++p, true;
     return false;
-  if (!num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi))
-    return false;
-  std::size_t pos = 16;
-  if (pos < s.size() && s[pos] == ':') {
-    if (!num(pos + 1, 2, se)) return false;
-    pos += 3;
+  };
+  auto digit_next = [&] { return p < s.size() && std::isdigit(static_cast<unsigned char>(s[p])); };
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0;
+  // Date: extended YYYY-MM-DD or basic YYYYMMDD; the time follows after 'T' (or a space).
+  if (!digits(4, y)) return std::nullopt;
+  const bool extended = lit('-');
+  if (!digits(2, mo) || (extended && !lit('-')) || !digits(2, d)) return std::nullopt;
+  if (!(lit('T') || lit('t') || lit(' '))) return std::nullopt;
+  if (!digits(2, h) || (extended && !lit(':')) || !digits(2, mi)) return std::nullopt;
+  if (extended ? lit(':') : digit_next())
+    if (!digits(2, se)) return std::nullopt;
+  if (lit('.') || lit(',')) {  // a decimal fraction of the second: ignored (traces are hourly)
+    if (!digit_next()) return std::nullopt;
+    while (digit_next()) ++p;
   }
-  if (pos < s.size() && s[pos] == '.') {  // fractional seconds are ignored
-    ++pos;
-    while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) ++pos;
+  Timestamp t;
+  int sign = 0, oh = 0, om = 0;
+  if (lit('Z') || lit('z')) {
+    t.has_offset = true;
+  } else if (p < s.size() && (s[p] == '+' || s[p] == '-')) {
+    sign = s[p++] == '+' ? 1 : -1;
+    if (!digits(2, oh)) return std::nullopt;
+    if (lit(':') ? !digits(2, om) : (digit_next() && !digits(2, om))) return std::nullopt;
+    t.has_offset = true;
   }
-  const auto rest = s.substr(pos);
-  if (!(rest.empty() || rest == "Z" || rest == "+00:00")) return false;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return false;
-  epoch_seconds = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
-                  h * 3600 + mi * 60 + se;
-  return true;
+  if (p != s.size()) return std::nullopt;
+  if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || mi > 59 || se > 60 || oh > 23 ||
+      om > 59 || h > 24 || (h == 24 && (mi != 0 || se != 0)))
+    return std::nullopt;
+  t.offset_minutes = sign * (oh * 60 + om);
+  t.utc_seconds = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
+                  h * 3600 + mi * 60 + se - static_cast<std::int64_t>(t.offset_minutes) * 60;
+  return t;
+}
+
+bool parse_datetime(std::string_view s, std::int64_t& epoch_seconds) {
+  const auto t = parse_timestamp(s);
+  if (t) epoch_seconds = t->utc_seconds;
+  return t.has_value();
+}
+
+std::string format_utc_offset(int minutes) {
+  char buf[32];
+  const int a = std::abs(minutes);
+  std::snprintf(buf, sizeof buf, "UTC%c%02d:%02d", minutes < 0 ? '-' : '+', a / 60, a % 60);
+  return buf;
 }
 
 std::string format_datetime(std::int64_t t) {

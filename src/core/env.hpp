@@ -147,6 +147,10 @@ class EnvFactory {
     (void)counters;
     return {};
   }
+  /// How the factory read its input files, one line each, where a user must know it to
+  /// reproduce the run (repairs of trace files, currency conversions); rank 0 prints them and
+  /// the run records them in its config.toml as comments. Default: none.
+  virtual std::vector<std::string> input_notes() const { return {}; }
   /// An upper bound on the utility (the sum of every agent's rewards) of the episode whose shards
   /// reset with `world_seed` and `shard_seeds[agent]`, from hindsight knowledge of everything
   /// exogenous (arrivals, traces), e.g. a relaxation solved by an LP solver: how far from optimal

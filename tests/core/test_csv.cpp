@@ -27,7 +27,21 @@ TEST(Csv, DatetimeRoundTrip) {
   EXPECT_EQ(csv::format_datetime(t), "1969-12-31 23:00:00");
   EXPECT_FALSE(csv::parse_datetime("2023-13-01 00:00", t));
   EXPECT_FALSE(csv::parse_datetime("yesterday", t));
-  EXPECT_FALSE(csv::parse_datetime("2023-01-01 00:00:00+02:00", t));
+  // ISO 8601 offsets convert to UTC (issue 23): 00:00 at UTC+02:00 is 22:00 UTC the day before.
+  ASSERT_TRUE(csv::parse_datetime("2023-01-01 00:00:00+02:00", t));
+  EXPECT_EQ(csv::format_datetime(t), "2022-12-31 22:00:00");
+  ASSERT_TRUE(csv::parse_datetime("2023-12-31T24:00", t));  // the end of the day
+  EXPECT_EQ(csv::format_datetime(t), "2024-01-01 00:00:00");
+  const auto ts = csv::parse_timestamp("20230615T0930-0330");
+  ASSERT_TRUE(ts.has_value());
+  EXPECT_TRUE(ts->has_offset);
+  EXPECT_EQ(ts->offset_minutes, -210);
+  EXPECT_EQ(csv::format_datetime(ts->utc_seconds), "2023-06-15 13:00:00");
+  EXPECT_EQ(csv::format_utc_offset(ts->offset_minutes), "UTC-03:30");
+  EXPECT_FALSE(csv::parse_timestamp("2023-01-01 00:00")->has_offset);
+  for (const char* bad : {"2023-01-01", "2023-02-29 00:00", "2023-01-01 24:30", "2023-0101 00:00",
+                          "2023-01-01 00:00+2", "2023-01-01 00:00:00.", "2023-001T00:00"})
+    EXPECT_FALSE(csv::parse_timestamp(bad).has_value()) << bad;
 }
 
 TEST(Csv, NormalizedColumnLookup) {

@@ -61,3 +61,32 @@ grep -q "evaluating 4 episodes per policy: --eval-episodes 2 rounded up to a mul
 [ "$("$BIN" slurm --help | grep ':$' | sed -n 2p)" = "Slurm:" ] ||
   fail "slurm --help does not list its own options first: $("$BIN" slurm --help | grep ':$' | head -3)"
 pass "a rounded --eval-episodes is said; slurm --help starts with its own options"
+
+# Real trace files as they come (issue 23): with --trace-repair, a repeated row and a missing
+# hour are mended, each file says so in one line, and the run records it in its config.toml;
+# a price file in another currency says the rate it was converted at.
+{
+  printf 'Datetime,Price (EUR/MWh)\n'
+  for h in $(seq 0 71); do printf '2023-01-%02dT%02d:00:00Z,%d\n' $((1 + h / 24)) $((h % 24)) $((50 + h)); done
+} > eur.csv
+{
+  printf 'Datetime (UTC),Country,Zone Name,Zone Id,Carbon Intensity gCO2eq/kWh (direct),Carbon Intensity gCO2eq/kWh (LCA)\n'
+  for h in $(seq 0 71); do
+    [ "$h" = 30 ] && continue                      # a missing hour
+    printf '2023-01-%02d %02d:00:00,X,X,X,1,%d\n' $((1 + h / 24)) $((h % 24)) $((200 + h))
+    [ "$h" = 24 ] && printf '2023-01-02 00:00:00,X,X,X,1,224\n'  # the month-boundary repeat
+  done
+} > messy.csv
+expect_error "a trace file that needs repair, without --trace-repair" 2 "messy.csv:27: the hour 2023-01-02 00:00:00 UTC again, with the same value as line 26 (--trace-repair drop-duplicates drops such repeats)" -- \
+  "$BIN" train --agents-per-rank 4 --iterations 1 --trace-days 1 --carbon-files messy.csv,messy.csv,messy.csv,messy.csv
+"$BIN" train --agents-per-rank 4 --iterations 1 --trace-days 1 --no-eval-after --traj-every 0 \
+  --trace-repair drop-duplicates,fill-gaps --carbon-files messy.csv,messy.csv,messy.csv,messy.csv \
+  --price-files eur.csv,eur.csv,eur.csv,eur.csv --run-dir repaired > repaired.log
+line="messy.csv: --trace-repair dropped 1 repeated row (line 27), filled 1 missing hour (line 33)"
+[ "$(grep -c "^$line$" repaired.log)" = 1 ] || fail "the repair is not said once: $(head -5 repaired.log)"
+grep -q "^eur.csv: prices in EUR/MWh, converted at 1.08 USD per EUR (built-in 2023 mean; --fx EUR=RATE to change)$" repaired.log ||
+  fail "the currency conversion is not said: $(head -5 repaired.log)"
+grep -q "^# $line$" repaired/config.toml || fail "config.toml does not record the repair"
+grep -q '^trace-repair = \["drop-duplicates", "fill-gaps"\]$' repaired/config.toml ||
+  fail "config.toml lacks the repair policy: $(grep trace-repair repaired/config.toml)"
+pass "--trace-repair mends a repeated row and a missing hour, says so and records it"

@@ -66,7 +66,7 @@ expect_error "trace with a gap" 2 "gap.csv:3: expected hourly timestamps" -- \
 printf 'Datetime,Price (USD/MWh)\n2023-01-01 00:00:00,1\n2023-01-01 01:00:00,2\n2023-01-01 02:00:00,2\n' > short.csv
 expect_error "trace shorter than an episode" 2 "short.csv holds 3 hours, shorter than one episode" -- \
   mpi 2 "$BIN" train --agents-per-rank 2 --price-files short.csv,short.csv,short.csv,short.csv
-expect_error "trace that does not cover --trace-start" 2 "short.csv covers 2023-01-01 00:00:00 to 2023-01-01 02:00:00; --trace-start 2024-06-01" -- \
+expect_error "trace that does not cover --trace-start" 2 "short.csv covers 2023-01-01 00:00:00 to 2023-01-01 02:00:00 UTC; --trace-start 2024-06-01" -- \
   "$BIN" train --agents-per-rank 4 --episode-slots 8 --price-files short.csv,short.csv,short.csv,short.csv --trace-start "2024-06-01 00:00"
 printf 'Datetime,Cost\n2023-01-01 00:00:00,1\n' > nocol.csv
 expect_error "trace with a missing column" 2 "nocol.csv.*not a price CSV" -- \
