@@ -4,12 +4,15 @@
 /// heuristic): actions for this rank's agents in every environment copy, from the global
 /// observations that the framework allgathered.
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/env.hpp"
+#include "core/rng.hpp"
 
 namespace marlsched {
 
@@ -22,7 +25,44 @@ struct PolicyInput {
   int local_agents = 0;
   std::vector<GlobalObs> global;  ///< one per copy
   std::vector<int> episode_step;  ///< one per copy
+  /// One per copy: the seed of the copy's current episode (the same at every rank count).
+  std::vector<std::uint64_t> episode_seed;
+
+  /// A uniform draw in [0, 1) for `agent` (a global index) in `copy` at the copy's current
+  /// step, from `stream` (a policy that draws twice in a step uses two streams). It depends on
+  /// the episode, the agent, the step and the stream only, not on the rank that hosts the agent:
+  /// a policy that samples with it acts the same at every rank count, and two policies see the
+  /// same draws in the same episode (common random numbers). Evaluation samples with it.
+  double draw(int copy, int agent, std::uint64_t stream) const {
+    const auto c = static_cast<std::size_t>(copy);
+    const std::uint64_t seed = c < episode_seed.size() ? episode_seed[c] : 0;
+    const int step = c < episode_step.size() ? episode_step[c] : 0;
+    const std::uint64_t h = derive_seed(
+        seed, {stream, static_cast<std::uint64_t>(agent), static_cast<std::uint64_t>(step)});
+    return static_cast<double>(h >> 11) * 0x1.0p-53;
+  }
+  /// A uniform integer in [0, n) from draw().
+  int draw_below(int copy, int agent, std::uint64_t stream, int n) const {
+    return std::min(n - 1, static_cast<int>(draw(copy, agent, stream) * n));
+  }
 };
+
+/// The draw() streams of the framework's policies: the sampled action (every sampling policy
+/// uses this one, so that an exported policy samples as the learner it came from) and an
+/// exploration coin (epsilon-greedy evaluation).
+constexpr std::uint64_t kActionStream = 0xAC7, kExploreStream = 0xE95;
+
+/// Index j of `n` probabilities (or exp(log-probabilities) with `log_probs`) where the running
+/// sum first exceeds u in [0, 1): inverse-CDF sampling (the last index when rounding leaves the
+/// sum below u).
+inline int sample_index(const float* p, int n, double u, bool log_probs) {
+  double acc = 0;
+  for (int j = 0; j < n; ++j) {
+    acc += log_probs ? std::exp(static_cast<double>(p[j])) : static_cast<double>(p[j]);
+    if (u < acc) return j;
+  }
+  return n - 1;
+}
 
 class Policy {
  public:

@@ -29,7 +29,7 @@ static void BM_GeoDcStep(benchmark::State& state) {
     shards.push_back(factory->make_shard(a));
     shards.back()->reset(1, static_cast<std::uint64_t>(a) + 2);
   }
-  auto policy = make_heuristic("least-loaded", factory->spec(), 1, 0);
+  auto policy = make_heuristic("least-loaded", factory->spec(), 1);
   const int d = factory->spec().obs_dim();
   std::vector<float> g(static_cast<std::size_t>(n * d));
   std::vector<int> actions;
@@ -38,7 +38,7 @@ static void BM_GeoDcStep(benchmark::State& state) {
   for (auto _ : state) {
     for (int a = 0; a < n; ++a) shards[static_cast<std::size_t>(a)]->observe(g.data() + a * d);
     GlobalObs view{g.data(), n, d};
-    PolicyInput in{&factory->spec(), 1, n, 0, n, {view}, {0}};
+    PolicyInput in{&factory->spec(), 1, n, 0, n, {view}, {0}, {0}};
     policy->act(in, actions);
     all.clear();
     bool done = false;
@@ -75,7 +75,7 @@ struct InProcess {
   std::uint64_t episode = 0;
 
   InProcess(const EnvFactory& f, int n, const std::string& baseline)
-      : spec(f.spec()), policy(make_heuristic(baseline, f.spec(), 1, 0)) {
+      : spec(f.spec()), policy(make_heuristic(baseline, f.spec(), 1)) {
     for (int a = 0; a < n; ++a) {
       shards.push_back(f.make_shard(a));
       shards.back()->reset(1, static_cast<std::uint64_t>(a) + 2);
@@ -87,7 +87,7 @@ struct InProcess {
     const int n = static_cast<int>(shards.size()), d = spec.obs_dim();
     for (int a = 0; a < n; ++a) shards[static_cast<std::size_t>(a)]->observe(g.data() + a * d);
     GlobalObs view{g.data(), n, d};
-    PolicyInput in{&spec, 1, n, 0, n, {view}, {0}};
+    PolicyInput in{&spec, 1, n, 0, n, {view}, {0}, {0}};
     policy->act(in, actions);
     for (int a = 0; a < n; ++a)
       shards[static_cast<std::size_t>(a)]->act(actions[static_cast<std::size_t>(a)], view,

@@ -6,6 +6,7 @@
 #include "aset/aset.hpp"
 #include "coop/coop.hpp"
 #include "core/error.hpp"
+#include "core/latency_histogram.hpp"
 #include "geodc/geodc.hpp"
 #include "geodc/oracle.hpp"
 #include "lstcb/lstcb.hpp"
@@ -63,6 +64,7 @@ class AsetFactory final : public EnvFactory {
       const std::map<std::string, double>& counters) const override {
     return aset::summarize(*cfg_, counters);
   }
+  std::string metrics_note() const override { return latency::kQuantileNote; }
 
  private:
   std::shared_ptr<const aset::Config> cfg_;
@@ -85,6 +87,7 @@ class LstcbFactory final : public EnvFactory {
       const std::map<std::string, double>& counters) const override {
     return lstcb::summarize(counters);
   }
+  std::string metrics_note() const override { return latency::kQuantileNote; }
 
  private:
   std::shared_ptr<const lstcb::Config> cfg_;

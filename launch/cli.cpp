@@ -744,14 +744,14 @@ int run(int argc, char** argv, const dist::Comm& comm) {
                                      : eval_model_run_dir());
       if (!eval_policy.empty()) {  // loads, and was trained for this many agents
         load_exported_policy(eval_policy, prep.factory->spec(),
-                             eval_cmd.run.agents_per_rank * comm.size(), true, 0);
+                             eval_cmd.run.agents_per_rank * comm.size(), true);
       }
       if (eval_baselines.empty()) eval_baselines = heuristic_names(eval_cmd.run.env);
-      for (const auto& b : eval_baselines) make_heuristic(b, prep.factory->spec(), 0, 0);
+      for (const auto& b : eval_baselines) make_heuristic(b, prep.factory->spec(), 0);
     }
     if (cmd == &base_cmd) {
       if (base_list.empty()) base_list = heuristic_names(base_cmd.run.env);
-      for (const auto& b : base_list) make_heuristic(b, prep.factory->spec(), 0, 0);
+      for (const auto& b : base_list) make_heuristic(b, prep.factory->spec(), 0);
     }
   } catch (const std::exception& e) {
     failure = error_text(e);

@@ -190,8 +190,9 @@ std::string svg_open(int w, int h, const std::string& title) {
 }
 
 std::string training_svg(const Table& m, const std::string& run_name) {
-  const int xs = m.col("env_steps");
-  if (xs < 0) MARLSCHED_THROW(InputError, "metrics.csv has no env_steps column");
+  // agent_steps (env_steps in runs before it was renamed for what it counts)
+  const int xs = m.col("agent_steps") >= 0 ? m.col("agent_steps") : m.col("env_steps");
+  if (xs < 0) MARLSCHED_THROW(InputError, "metrics.csv has no agent_steps column");
   std::vector<std::pair<std::string, int>> panels;
   for (const auto& [name, title] : std::vector<std::pair<std::string, std::string>>{
            {"system_reward_per_slot", "system reward per slot"},

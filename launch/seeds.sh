@@ -23,7 +23,7 @@ runs=()
 for k in $(seq 1 "$N"); do
   echo "== seed $k of $N"
   mpirun -n "$NP" "$BIN" train "${CONFIG[@]}" --seed "$k" --run-dir "$OUT/seed-$k" --force --quiet "$@" \
-    | grep -v "^time split\|^peak resident\|^parameters identical"
+    | grep -v "^time split\|^busy time\|^peak resident\|^parameters identical"
   runs+=("$OUT/seed-$k")
 done
 "$BIN" compare "${runs[@]}" --out "$OUT"

@@ -12,7 +12,7 @@ namespace {
 class CoopHeuristic final : public Policy {
  public:
   CoopHeuristic(std::string name, bool follow, std::uint64_t seed)
-      : name_(std::move(name)), follow_(follow), rng_(seed) {}
+      : name_(std::move(name)), follow_(follow), stream_(seed) {}
   std::string name() const override { return name_; }
   void act(const PolicyInput& in, std::vector<int>& actions) override {
     const int A = in.spec->num_actions();
@@ -22,14 +22,14 @@ class CoopHeuristic final : public Policy {
           static_cast<int>(std::lround(in.global[static_cast<std::size_t>(c)].row(0)[0] * (A - 1)));
       for (int k = 0; k < in.local_agents; ++k)
         actions[static_cast<std::size_t>(c * in.local_agents + k)] =
-            follow_ ? leader : static_cast<int>(rng_.below(static_cast<std::uint64_t>(A)));
+            follow_ ? leader : in.draw_below(c, in.first_agent + k, stream_, A);
     }
   }
 
  private:
   std::string name_;
   bool follow_;
-  Rng rng_;
+  std::uint64_t stream_;  ///< PolicyInput::draw stream of the random rule
 };
 }  // namespace
 

@@ -26,7 +26,7 @@ enum class EdgeKind { kLocal, kCloud, kLeastLoaded, kRandomProportional };
 class EdgeHeuristic final : public Policy {
  public:
   EdgeHeuristic(std::string name, EdgeKind kind, const EnvSpec& spec, std::uint64_t seed)
-      : name_(std::move(name)), kind_(kind), rng_(seed) {
+      : name_(std::move(name)), kind_(kind), stream_(seed) {
     load_ = spec.obs_index("load");
     wait_ = spec.obs_index("wait");
     while (true) {
@@ -92,7 +92,7 @@ class EdgeHeuristic final : public Policy {
             w.push_back(1.0);  // the cloud: elastic
             double total = 0;
             for (double v : w) total += v;
-            double u = rng_.uniform() * total;
+            double u = in.draw(c, in.first_agent + k, stream_) * total;
             int t = static_cast<int>(w.size()) - 1;
             for (std::size_t i = 0; i < w.size(); ++i) {
               if (u < w[i]) {
@@ -101,7 +101,7 @@ class EdgeHeuristic final : public Policy {
               }
               u -= w[i];
             }
-            const int s = static_cast<int>(rng_.below(static_cast<std::uint64_t>(shares_)));
+            const int s = in.draw_below(c, in.first_agent + k, stream_ + 1, shares_);
             a = t == 0 ? 0 : t == k_ + 1 ? half_ : action(t - 1, s);
             break;
           }
@@ -116,7 +116,7 @@ class EdgeHeuristic final : public Policy {
 
   std::string name_;
   EdgeKind kind_;
-  Rng rng_;
+  std::uint64_t stream_;  ///< PolicyInput::draw streams (stream_, stream_ + 1) of the random rule
   int load_ = 0, wait_ = 0, k_ = 0, shares_ = 1, full_ = 0, half_ = 1;
   std::vector<int> nbr_load_, nbr_wait_;
 };

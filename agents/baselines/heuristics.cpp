@@ -45,7 +45,7 @@ class Heuristic final : public Policy {
             double param)
       : name_(name),
         kind_(kind),
-        rng_(seed),
+        stream_(seed),
         param_(param),
         free_(spec.obs_index("free_gpu_frac")),
         carbon_(spec.obs_index("carbon")),
@@ -91,7 +91,7 @@ class Heuristic final : public Policy {
         int a = me;
         switch (kind_) {
           case Kind::kRandom:
-            a = static_cast<int>(rng_.below(static_cast<std::uint64_t>(2 * T)));
+            a = in.draw_below(c, self, stream_, 2 * T);
             break;
           case Kind::kRoundRobin: {
             const int t = (in.episode_step[static_cast<std::size_t>(c)] + self) % T;
@@ -176,7 +176,7 @@ class Heuristic final : public Policy {
 
   std::string name_;
   Kind kind_;
-  Rng rng_;
+  std::uint64_t stream_;  ///< PolicyInput::draw stream of the random rule
   double param_;  ///< wait-awhile's threshold, green-fit's free share, fixed-overflow's site,
                   ///< guarded-overflow's queue threshold
   int free_, carbon_, price_, queue_, carbon_trend_, price_trend_;
@@ -293,14 +293,12 @@ const std::vector<std::string>& heuristic_names(const std::string& env) {
 }
 
 std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
-                                       std::uint64_t seed, int rank) {
+                                       std::uint64_t seed) {
   // Each set's maker reads its names, parameters included ("wait-awhile:0.1"), and returns null
   // for one it does not know.
   for (const auto& set : baseline_table())
     if (set.env == spec.name)
-      if (auto p =
-              set.make(name, spec, derive_seed(seed, {0xBA5E, static_cast<std::uint64_t>(rank)})))
-        return p;
+      if (auto p = set.make(name, spec, derive_seed(seed, {0xBA5E}))) return p;
   const auto& names = heuristic_names(spec.name);
   std::string known;
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;

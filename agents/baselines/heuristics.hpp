@@ -46,9 +46,10 @@ namespace marlsched {
 /// Names of an env's heuristic baselines, in table order; for "" every env's (deduplicated).
 const std::vector<std::string>& heuristic_names(const std::string& env = "");
 /// Makes a heuristic for the env of `spec`; throws ConfigError for a name that env lacks.
-/// `seed` drives the randomised ones.
+/// `seed` picks the PolicyInput::draw stream of the randomised ones: they act the same at every
+/// rank count.
 std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
-                                       std::uint64_t seed, int rank);
+                                       std::uint64_t seed);
 
 /// The lstcb baselines (batch_heuristics.cpp).
 const std::vector<std::string>& batch_heuristic_names();

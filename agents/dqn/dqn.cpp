@@ -255,8 +255,15 @@ void Dqn::act(const PolicyInput& pin, std::vector<int>& actions) {
     for (int j = 1; j < m.na; ++j)
       if (row[j] > row[greedy]) greedy = j;
     int a = greedy;
-    if (eps > 0 && m.explore_rng.uniform() < eps)
-      a = static_cast<int>(m.explore_rng.below(static_cast<std::uint64_t>(m.na)));
+    if (m.training) {
+      if (eps > 0 && m.explore_rng.uniform() < eps)
+        a = static_cast<int>(m.explore_rng.below(static_cast<std::uint64_t>(m.na)));
+    } else if (eps > 0) {  // evaluation: the episode's draws, the same at every rank count
+      const int c = r / m.k, agent = pin.first_agent + r % m.k;
+      if (pin.draw(c, agent, kExploreStream + m.cfg.draw_stream) < eps)
+        a = std::min(m.na - 1, static_cast<int>(
+                                   pin.draw(c, agent, kActionStream + m.cfg.draw_stream) * m.na));
+    }
     const double p = (a == greedy ? 1.0 - eps : 0.0) + eps / m.na;
     actions[static_cast<std::size_t>(r)] = a;
     m.last_act[static_cast<std::size_t>(r)] = a;

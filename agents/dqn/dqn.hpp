@@ -43,6 +43,9 @@ struct DqnConfig {
   double eps_end = 0.05;   ///< ε after eps_decay steps
   int eps_decay = 3000;    ///< decision steps (act calls while training) of linear ε decay
   double eps_eval = 0.0;   ///< ε when evaluating without --deterministic
+  /// Added to the PolicyInput::draw streams of an evaluation (not an option: tsdqn's two heads
+  /// draw from different streams).
+  std::uint64_t draw_stream = 0;
   bool double_dqn = true;
   bool share = true;  ///< one Q-network for all agents (with agent-id input)
   double huber_delta = 1.0;

@@ -28,11 +28,8 @@ torch::jit::Module load_module(const std::string& path) {
 
 class ExportedPolicy final : public Policy {
  public:
-  ExportedPolicy(torch::jit::Module m, std::string name, bool deterministic, std::uint64_t seed)
-      : m_(std::move(m)),
-        name_(std::move(name)),
-        deterministic_(deterministic),
-        gen_(at::detail::createCPUGenerator(seed)) {}
+  ExportedPolicy(torch::jit::Module m, std::string name, bool deterministic)
+      : m_(std::move(m)), name_(std::move(name)), deterministic_(deterministic) {}
   std::string name() const override { return name_; }
   void act(const PolicyInput& in, std::vector<int>& actions) override {
     torch::NoGradGuard g;
@@ -43,10 +40,12 @@ class ExportedPolicy final : public Policy {
       auto obs =
           torch::from_blob(const_cast<float*>(o.data), {o.num_agents, o.obs_dim}, torch::kFloat32);
       for (int k = 0; k < in.local_agents; ++k) {
-        auto p = method({obs, in.first_agent + k}).toTensor();
-        const auto a = deterministic_ ? p.argmax(-1) : at::multinomial(p, 1, false, gen_);
+        const int agent = in.first_agent + k;
+        const auto p = method({obs, agent}).toTensor().contiguous();
         actions[static_cast<std::size_t>(c * in.local_agents + k)] =
-            static_cast<int>(a.item<std::int64_t>());
+            deterministic_ ? static_cast<int>(p.argmax(-1).item<std::int64_t>())
+                           : sample_index(p.data_ptr<float>(), static_cast<int>(p.numel()),
+                                          in.draw(c, agent, kActionStream), false);
       }
     }
   }
@@ -55,7 +54,6 @@ class ExportedPolicy final : public Policy {
   torch::jit::Module m_;
   std::string name_;
   bool deterministic_;
-  at::Generator gen_;
 };
 
 }  // namespace
@@ -98,8 +96,7 @@ std::string exported_policy_metadata(const std::string& path) {
 }
 
 std::unique_ptr<Policy> load_exported_policy(const std::string& path, const EnvSpec& spec,
-                                             int num_agents, bool deterministic,
-                                             std::uint64_t seed) {
+                                             int num_agents, bool deterministic) {
   auto m = load_module(path);
   if (!m.hasattr("metadata") || !m.hasattr("num_agents") || !m.hasattr("obs_dim") ||
       !m.hasattr("num_actions") || !m.find_method("probs") || !m.attr("metadata").isString())
@@ -129,7 +126,7 @@ std::unique_ptr<Policy> load_exported_policy(const std::string& path, const EnvS
   m.eval();
   const std::string file = std::filesystem::path(path).filename().string();
   return std::make_unique<ExportedPolicy>(std::move(m), file + (deterministic ? " (greedy)" : ""),
-                                          deterministic, seed);
+                                          deterministic);
 }
 
 }  // namespace marlsched

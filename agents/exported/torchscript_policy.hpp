@@ -24,10 +24,9 @@ int json_int_field(const std::string& json, const std::string& key);
 
 /// Loads an exported policy for `num_agents` agents of `spec`; throws InputError if the file is
 /// not an exported marlsched policy or was trained on another env, agent count, observation
-/// size or action count. Sampling uses torch's generator seeded with `seed`; `deterministic`
-/// takes the most probable action.
+/// size or action count. It samples with PolicyInput::draw (the same actions at every rank
+/// count); `deterministic` takes the most probable action.
 std::unique_ptr<Policy> load_exported_policy(const std::string& path, const EnvSpec& spec,
-                                             int num_agents, bool deterministic,
-                                             std::uint64_t seed);
+                                             int num_agents, bool deterministic);
 
 }  // namespace marlsched

@@ -106,7 +106,7 @@ void MappoConfig::check_env(const EnvSpec& spec) const {
   MARLSCHED_REQUIRE(actor != "targets" || spec.num_targets() > 0,
                     "--actor targets needs an env with a targeted action space (geodc); '"
                         << spec.name << "' has none: use --actor mlp");
-  if (!imitate.empty()) make_heuristic(imitate, spec, 0, 0);  // a baseline of this env
+  if (!imitate.empty()) make_heuristic(imitate, spec, 0);  // a baseline of this env
 }
 
 using nn::Mlp;
@@ -192,7 +192,7 @@ struct Mappo::Impl {
             seed, {0x5F1, cf.critic == "pooled" ? ~0ULL : static_cast<std::uint64_t>(cm.rank())})) {
     cfg.check_env(sp);
     if (!cfg.imitate.empty())
-      teacher = make_heuristic(cfg.imitate, sp, derive_seed(seed, {0x7EAC}), cm.rank());
+      teacher = make_heuristic(cfg.imitate, sp, derive_seed(seed, {0x7EAC}));
     // Same torch seed on every rank: shared networks start identical (and are broadcast anyway).
     torch::manual_seed(derive_seed(seed, {0x1417}) & 0x7FFFFFFFFFFFULL);
     int n_actors = cfg.share_actor ? 1 : k;
@@ -566,15 +566,11 @@ void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
       for (int j = 1; j < m.na; ++j)
         if (row[j] > row[a]) a = j;
     } else {
-      double u = m.sample_rng.uniform(), acc = 0;
-      a = m.na - 1;
-      for (int j = 0; j < m.na; ++j) {
-        acc += std::exp(static_cast<double>(row[j]));
-        if (u < acc) {
-          a = j;
-          break;
-        }
-      }
+      // Training samples from the learner's own stream (saved in checkpoints); evaluation from
+      // the episode's draws, the same at every rank count.
+      const double u = m.training ? m.sample_rng.uniform()
+                                  : in.draw(r / m.k, in.first_agent + r % m.k, kActionStream);
+      a = sample_index(row, m.na, u, true);
     }
     actions[static_cast<std::size_t>(r)] = a;
     m.last_act[static_cast<std::size_t>(r)] = a;

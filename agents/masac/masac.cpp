@@ -309,8 +309,14 @@ void Masac::act(const PolicyInput& pin, std::vector<int>& actions) {
   if (!m.training && m.deterministic) {
     const auto am = nn::host(probs.argmax(1));
     chosen.assign(am.data_ptr<std::int64_t>(), am.data_ptr<std::int64_t>() + rows);
-  } else {
+  } else if (m.training) {
     chosen = m.sample(probs, m.explore_rng);
+  } else {  // evaluation: the episode's draws, the same at every rank count
+    chosen.resize(static_cast<std::size_t>(rows));
+    for (int r = 0; r < rows; ++r)
+      chosen[static_cast<std::size_t>(r)] =
+          sample_index(p.data_ptr<float>() + static_cast<std::ptrdiff_t>(r) * m.na, m.na,
+                       pin.draw(r / m.k, pin.first_agent + r % m.k, kActionStream), false);
   }
   actions.resize(static_cast<std::size_t>(rows));
   m.last_logp.resize(static_cast<std::size_t>(rows));

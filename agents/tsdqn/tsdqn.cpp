@@ -78,6 +78,7 @@ DqnConfig TsdqnConfig::long_head(const DqnConfig& s, int window) const {
   l.target_every = long_target_every;
   l.eps_decay = long_eps_decay;
   l.gamma = long_gamma > 0 ? long_gamma : std::pow(s.gamma, window);
+  l.draw_stream = 1;
   return l;
 }
 

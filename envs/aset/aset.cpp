@@ -214,7 +214,7 @@ EnvSpec make_spec(const Config& cfg, int num_agents, const Topology& topo) {
         s.action_names.push_back(cloud + "nbr" + std::to_string(t + 1) + ":" +
                                  std::to_string(static_cast<int>(std::lround(sh * 100))) + "%");
   }
-  s.reward_components = {"success", "late", "dropped", "forwarded", "to_cloud", "latency_ms"};
+  s.reward_components = {"success", "late", "dropped", "forwarded", "to_cloud", "latency_ms_sum"};
   s.episode_length = cfg.episode_steps;
   s.windows = windows_for(cfg, topo);
   return s;

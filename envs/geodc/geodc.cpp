@@ -306,6 +306,7 @@ EnvSpec make_spec(const Config& cfg, int num_agents) {
   }
   s.reward_components = {"goodput_gpu_h",   "utilization", "energy_kwh",
                          "energy_cost_usd", "carbon_kg",   "sla_violations"};
+  s.mean_components = {"utilization"};  // each site's busy share of its GPUs
   s.episode_length = cfg.episode_slots;
   return s;
 }

@@ -229,7 +229,8 @@ EnvSpec make_spec(const Config& cfg, int num_agents) {
     for (const auto& sh : shorts) s.action_names.push_back(l + "|" + sh);
   s.action_heads = {static_cast<int>(longs.size()), static_cast<int>(shorts.size())};
   s.long_every = cfg.window_slots;
-  s.reward_components = {"energy_j", "served", "violations", "steered", "latency_ms", "busy_ms"};
+  s.reward_components = {"energy_j", "served",         "violations",
+                         "steered",  "latency_ms_sum", "busy_ms"};
   s.episode_length = cfg.episode_slots();
   s.windows = std::max(1, static_cast<int>(std::ceil(cfg.slot_ms / cfg.link_ms - 1e-9)));
   return s;

@@ -41,8 +41,14 @@ struct EnvSpec {
   int num_public = 0;
   /// Action meanings, in order (discrete action space).
   std::vector<std::string> action_names;
-  /// Reward component names; `StepOutcome::components` follows this order.
+  /// Reward component names; `StepOutcome::components` follows this order. A component is a
+  /// quantity per agent and step; reports show its sum over agents (a system total: GPU-hours,
+  /// kWh, dollars), unless it is listed in `mean_components`.
   std::vector<std::string> reward_components;
+  /// Components that are rates or ratios (a utilisation in [0, 1]), whose system value is their
+  /// mean over agents (and over steps in evaluations), not their sum: reports show them as
+  /// "mean_<name>" (component_label).
+  std::vector<std::string> mean_components;
   /// Steps per episode (episodes end by truncation).
   int episode_length = 0;
   /// Exchange windows per step (see the file comment); 1: work moves once per step.
@@ -66,6 +72,10 @@ struct EnvSpec {
   std::vector<std::vector<float>> target_features;
 
   int obs_dim() const { return static_cast<int>(obs_fields.size()); }
+  /// Whether reward component i is reported as a mean over agents (see mean_components).
+  bool component_is_mean(std::size_t i) const;
+  /// The name reports give component i: its name, or "mean_<name>" for a mean component.
+  std::string component_label(std::size_t i) const;
   int num_actions() const { return static_cast<int>(action_names.size()); }
   /// Index of a named observation field; throws if absent.
   int obs_index(const std::string& field) const;
@@ -147,6 +157,9 @@ class EnvFactory {
     (void)counters;
     return {};
   }
+  /// One line that says how to read summarize()'s metrics where a name cannot (a quantile that
+  /// is a histogram bin's bound); printed under evaluation tables. Default: none.
+  virtual std::string metrics_note() const { return {}; }
   /// How the factory read its input files, one line each, where a user must know it to
   /// reproduce the run (repairs of trace files, currency conversions); rank 0 prints them and
   /// the run records them in its config.toml as comments. Default: none.

@@ -1,8 +1,12 @@
 #pragma once
 /// \file latency_histogram.hpp
-/// Latency histograms that can be summed across shards and ranks as plain counters: bin 0 holds
-/// latencies up to 0.1 ms, then 10 log-spaced bins per decade up to 1 s (the last bin holds all
-/// above). A percentile is reported as the upper edge of the bin that holds it (within +26 %).
+/// Latency histograms that can be summed across shards and ranks as plain counters. Bin 0 holds
+/// latencies up to 0.1 ms; bins 1-39 have 10 edges per decade at the R10 preferred numbers
+/// (ISO 3: 1, 1.25, 1.6, 2, 2.5, 3.15, 4, 5, 6.3, 8 times a power of ten) up to 800 ms; bin 40
+/// holds everything above 800 ms. A quantile is reported as the upper edge of the bin that holds
+/// it: a bound, at most 28 % above the true value, and exact at round values such as 10, 20,
+/// 40, 50 or 100 ms, so that "p99 <= 50" can be compared with a 50 ms objective. A quantile in
+/// the open last bin is +inf (it is above 800 ms).
 
 #include <algorithm>
 #include <cmath>
@@ -13,14 +17,29 @@ namespace marlsched::latency {
 
 constexpr int kBins = 41;
 
-inline int bin(double ms) {
-  if (!(ms > 0.1)) return 0;
-  const int b = 1 + static_cast<int>(std::floor(10.0 * std::log10(ms / 0.1)));
-  return std::min(b, kBins - 1);
+/// How evaluation tables explain a quantile metric (EnvFactory::metrics_note).
+inline constexpr const char* kQuantileNote =
+    "p99_* = upper edge of the latency-histogram bin holding the 99th percentile (a bound, "
+    "edges at the R10 numbers 1, 1.25, 1.6, 2, 2.5, 3.15, 4, 5, 6.3, 8 ms x 10^k; inf = above "
+    "800 ms)";
+
+/// Upper edge of bin b in ms (+inf for the last, open bin).
+inline double bin_upper(int b) {
+  static constexpr int kR10[10] = {100, 125, 160, 200, 250, 315, 400, 500, 630, 800};
+  if (b >= kBins - 1) return std::numeric_limits<double>::infinity();
+  double scale = 1.0;  // 10^(b / 10), exactly
+  for (int d = 0; d < b / 10; ++d) scale *= 10.0;
+  return kR10[b % 10] * scale / 1000.0;
 }
 
-inline double bin_upper(int b) {
-  return 0.1 * std::pow(10.0, b / 10.0);
+/// The bin of a latency (ms): the first whose upper edge is at least `ms`.
+inline int bin(double ms) {
+  if (!(ms > 0.1)) return 0;
+  if (!(ms <= bin_upper(kBins - 2))) return kBins - 1;
+  int b = std::clamp(static_cast<int>(std::floor(10.0 * std::log10(ms / 0.1))), 0, kBins - 1);
+  while (b > 0 && ms <= bin_upper(b - 1)) --b;
+  while (ms > bin_upper(b)) ++b;
+  return b;
 }
 
 /// Upper edge of the bin holding quantile q of the counts `h` (kBins of them); NaN when empty.

@@ -308,6 +308,8 @@ struct TrajectoryWriter::Impl {
       h5::write_attr(r, "action_targets", t + "]");
     }
     h5::write_attr(r, "reward_components", s.reward_components);
+    // Components that are rates, which reports average over agents instead of summing.
+    if (!s.mean_components.empty()) h5::write_attr(r, "mean_components", s.mean_components);
     h5::write_attr(r, "episode_length", static_cast<std::int64_t>(s.episode_length));
     h5::write_attr(r, "global_state",
                    std::string("observations[s, w] flattened over agents: every agent's "

@@ -16,16 +16,11 @@ EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& co
   const auto& spec = world.spec();
   const int rounds = (s.episodes + s.copies - 1) / s.copies;
   const int nc = static_cast<int>(spec.reward_components.size());
-  const int util_idx = [&] {
-    for (int i = 0; i < nc; ++i)
-      if (spec.reward_components[static_cast<std::size_t>(i)] == "utilization") return i;
-    return -1;
-  }();
   EvalRow row;
   row.policy = policy.name();
   row.components.assign(static_cast<std::size_t>(nc), 0.0);
   std::vector<double>& returns = row.returns;
-  double util_sum = 0, util_n = 0;
+  double samples = 0;  // (copy, agent, slot) triples: what a mean component is averaged over
   world.reset();
   std::vector<int> actions;
   for (int r = 0; r < rounds; ++r) {
@@ -39,10 +34,7 @@ EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& co
           ep_ret[static_cast<std::size_t>(c)] += world.reward(c, a);
           for (int i = 0; i < nc; ++i)
             row.components[static_cast<std::size_t>(i)] += world.component(c, a, i);
-          if (util_idx >= 0) {
-            util_sum += world.component(c, a, util_idx);
-            util_n += 1;
-          }
+          samples += 1;
         }
       finished = world.done(0);
     }
@@ -51,24 +43,23 @@ EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& co
   row.episodes = static_cast<int>(returns.size());
   row.utility = stats::mean(returns);
   row.utility_sd = stats::sd(returns);
-  for (auto& c : row.components) c /= row.episodes;
-  row.utilization = util_n > 0 ? util_sum / util_n : 0.0;
+  for (std::size_t i = 0; i < row.components.size(); ++i)
+    row.components[i] /= spec.component_is_mean(i) ? std::max(1.0, samples) : row.episodes;
   row.metrics = factory.summarize(world.global_counters());
   return row;
 }
 
 namespace {
-bool has_utilization(const EnvSpec& spec) {
-  for (const auto& c : spec.reward_components)
-    if (c == "utilization") return true;
-  return false;
-}
-}  // namespace
-
-namespace {
 std::string fmt(double v, int prec) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(prec) << v;
+  return os.str();
+}
+/// A system metric: 4 significant digits (a rate 0.9876, a latency 12.38 ms, a histogram bin
+/// edge 50 ms as 50, not 50.0000; an open bin's bound as inf).
+std::string fmt_metric(double v) {
+  std::ostringstream os;
+  os << std::setprecision(4) << v;
   return os.str();
 }
 
@@ -106,11 +97,9 @@ std::string render(const std::vector<std::string>& head,
 
 std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& rows,
                               bool markdown) {
-  const bool util = has_utilization(spec);
   std::vector<std::string> head = {"policy", "utility", "± sd"};
-  for (const auto& c : spec.reward_components)
-    if (c != "utilization") head.push_back(c);
-  if (util) head.push_back("gpu_util");
+  for (std::size_t i = 0; i < spec.reward_components.size(); ++i)
+    head.push_back(spec.component_label(i));
   // Metrics named "metric/group" (per class, say) go to a second table: one row per policy and
   // group, one column per metric.
   std::vector<std::string> groups, grouped;
@@ -130,10 +119,9 @@ std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& r
   for (const auto& r : rows) {
     std::vector<std::string> line = {r.policy, fmt(r.utility, 2), fmt(r.utility_sd, 2)};
     for (std::size_t i = 0; i < spec.reward_components.size(); ++i)
-      if (spec.reward_components[i] != "utilization") line.push_back(fmt(r.components[i], 2));
-    if (util) line.push_back(fmt(r.utilization, 3));
+      line.push_back(fmt(r.components[i], spec.component_is_mean(i) ? 3 : 2));
     for (const auto& m : r.metrics)
-      if (m.first.find('/') == std::string::npos) line.push_back(fmt(m.second, 4));
+      if (m.first.find('/') == std::string::npos) line.push_back(fmt_metric(m.second));
     cells.push_back(line);
   }
   std::string out = render(head, cells, markdown);
@@ -147,7 +135,7 @@ std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& r
       for (const auto& metric : grouped) {
         std::string v = "-";
         for (const auto& m : r.metrics)
-          if (m.first == metric + "/" + g) v = fmt(m.second, 4);
+          if (m.first == metric + "/" + g) v = fmt_metric(m.second);
         line.push_back(v);
       }
       cells2.push_back(line);
@@ -158,16 +146,14 @@ std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& r
 std::string format_eval_csv(const EnvSpec& spec, const std::vector<EvalRow>& rows) {
   std::ostringstream os;
   os << "policy,episodes,utility,utility_sd";
-  const bool util = has_utilization(spec);
-  for (const auto& c : spec.reward_components) os << ',' << c;
-  if (util) os << ",gpu_util";
+  for (std::size_t i = 0; i < spec.reward_components.size(); ++i)
+    os << ',' << spec.component_label(i);
   if (!rows.empty())
     for (const auto& m : rows.front().metrics) os << ',' << m.first;
   os << '\n' << std::setprecision(10);
   for (const auto& r : rows) {
     os << r.policy << ',' << r.episodes << ',' << r.utility << ',' << r.utility_sd;
     for (double c : r.components) os << ',' << c;
-    if (util) os << ',' << r.utilization;
     for (const auto& m : r.metrics) os << ',' << m.second;
     os << '\n';
   }

@@ -14,14 +14,14 @@
 
 namespace marlsched {
 
-/// Per-episode system totals (summed over agents and slots), averaged over episodes.
+/// Per-episode system totals (summed over agents and slots), averaged over episodes; a mean
+/// component (EnvSpec::mean_components) is its mean over agents, slots and episodes instead.
 struct EvalRow {
   std::string policy;
   int episodes = 0;
   double utility = 0, utility_sd = 0;  ///< episode return of the system (sum of rewards)
   std::vector<double> returns;         ///< each episode's utility, in episode order
-  std::vector<double> components;      ///< env reward components, per episode
-  double utilization = 0;              ///< mean GPU utilisation over agents and slots
+  std::vector<double> components;      ///< env reward components, per episode (or mean)
   /// The env's system metrics over all evaluation episodes (EnvFactory::summarize).
   std::vector<std::pair<std::string, double>> metrics;
 };
@@ -37,8 +37,8 @@ struct EvalSettings {
 EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& comm,
                  const EvalSettings& s);
 
-/// A table with one row per policy: utility, each reward component, utilisation (envs with a
-/// "utilization" component), then the env's system metrics.
+/// A table with one row per policy: utility, each reward component (labelled by
+/// EnvSpec::component_label), then the env's system metrics (4 significant digits).
 std::string format_eval_table(const EnvSpec& spec, const std::vector<EvalRow>& rows, bool markdown);
 std::string format_eval_csv(const EnvSpec& spec, const std::vector<EvalRow>& rows);
 /// One line per policy and episode (policy,episode,utility): what `marlsched compare` pairs

@@ -371,8 +371,9 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     if (!metrics || !timing)
       MARLSCHED_THROW(InputError, "cannot write into '" << run.run_dir << "'");
     if (!resuming) {
-      metrics << "iteration,env_steps,episodes,system_reward_per_slot,episode_return";
-      for (const auto& c : spec.reward_components) metrics << ',' << c << "_per_slot";
+      metrics << "iteration,agent_steps,episodes,system_reward_per_slot,episode_return";
+      for (std::size_t i = 0; i < spec.reward_components.size(); ++i)
+        metrics << ',' << spec.component_label(i) << "_per_slot";
       for (const auto& st : agent->stat_names()) metrics << ',' << st.column;
       metrics << '\n';
       timing << "iteration,wall_s,env_s,exchange_s,gather_s,act_s,update_s,allreduce_s,log_s,"
@@ -510,6 +511,11 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     }
     env_steps += static_cast<std::int64_t>(T) * e * comm.size() * k;
     const double slots = static_cast<double>(T) * e;
+    // A component per slot: its sum over agents, or its mean for a mean component.
+    const auto per_slot = [&](int i) {
+      return comp[static_cast<std::size_t>(i)] / slots /
+             (spec.component_is_mean(static_cast<std::size_t>(i)) ? n : 1);
+    };
     if (it % run.check_every == 0 || it == run.iterations) {
       const bool same = agent->shared_parameters_identical();
       sum.parameters_identical = sum.parameters_identical && same;
@@ -522,7 +528,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       const double eta = elapsed / (it - start_iteration + 1) * (run.iterations - it);
       metrics << it << ',' << env_steps << ',' << episodes << ',' << sys_reward / slots << ','
               << (episodes > 0 ? finished_returns / episodes : std::nan(""));
-      for (double c : comp) metrics << ',' << c / slots;
+      for (int i = 0; i < nc; ++i) metrics << ',' << per_slot(i);
       for (double v : us.values) metrics << ',' << v;
       metrics << '\n';
       if (!metrics.flush())
@@ -535,12 +541,12 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
           sc.emplace_back("reward/episode_return", static_cast<float>(finished_returns / episodes));
         for (int i = 0; i < nc; ++i)
           sc.emplace_back(
-              "reward/" + spec.reward_components[static_cast<std::size_t>(i)] + "_per_slot",
-              static_cast<float>(comp[static_cast<std::size_t>(i)] / slots));
+              "reward/" + spec.component_label(static_cast<std::size_t>(i)) + "_per_slot",
+              static_cast<float>(per_slot(i)));
         const auto& names = agent->stat_names();
         for (std::size_t i = 0; i < names.size(); ++i)
           sc.emplace_back(names[i].tag, static_cast<float>(us.values[i]));
-        sc.insert(sc.end(), {{"perf/env_steps_per_s", static_cast<float>(sps)},
+        sc.insert(sc.end(), {{"perf/agent_steps_per_s", static_cast<float>(sps)},
                              {"perf/iteration_s", static_cast<float>(now() - it0)}});
         tb->scalars(env_steps, sc);
       }
@@ -554,13 +560,15 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
                                                      << "/timing.csv': " << std::strerror(errno));
       if (!run.quiet) {
         std::ostringstream os;
-        os << std::fixed << "iter " << std::setw(4) << it << "/" << run.iterations << " | steps "
-           << std::setw(8) << env_steps << " | " << std::setprecision(0) << std::setw(6) << sps
-           << " steps/s | reward/slot " << std::setprecision(3) << std::setw(8)
-           << sys_reward / slots;
+        // Steps count agent-steps (rollout steps x env copies x agents); the reward and its
+        // components are per slot, summed over agents (mean_* averaged over them).
+        os << std::fixed << "iter " << std::setw(4) << it << "/" << run.iterations
+           << " | agent-steps " << std::setw(8) << env_steps << " | " << std::setprecision(0)
+           << std::setw(6) << sps << " agent-steps/s | per slot, all agents: reward "
+           << std::setprecision(3) << std::setw(8) << sys_reward / slots;
         for (int i = 0; i < nc; ++i)
-          os << " " << spec.reward_components[static_cast<std::size_t>(i)] << " "
-             << std::setprecision(2) << comp[static_cast<std::size_t>(i)] / slots;
+          os << " " << spec.component_label(static_cast<std::size_t>(i)) << " "
+             << std::setprecision(2) << per_slot(i);
         os << " |" << std::setprecision(4);
         const auto& names = agent->stat_names();
         for (std::size_t i = 0; i < names.size() && i < 4; ++i) {
@@ -614,25 +622,49 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   sum.env_steps = env_steps;
   agent->save(model_path(run.run_dir, comm.rank()));
 
-  // The slowest rank's time split.
+  // The time split of the busiest rank: the one with the most time outside communication (the
+  // others wait for it inside the collectives). Its own shares of the wall time, with "other"
+  // (bookkeeping, metrics, checkpoints), add up to 100 %; a second line gives the spread of
+  // that busy time over the ranks (load imbalance).
   const StepTimes& w = world.times();
-  double mx[8] = {w.env, w.exchange, w.gather, t_act, t_update, t_allreduce, t_log, peak_rss_mib()};
-  comm.allreduce_max(mx, 8);
-  const double peak_rss = mx[7];
+  constexpr int kParts = 7, kRow = kParts + 1;
+  const double mine[kRow] = {w.env,    w.exchange,  w.gather, t_act,
+                             t_update, t_allreduce, t_log,    peak_rss_mib()};
+  std::vector<double> all(static_cast<std::size_t>(kRow * comm.size()));
+  comm.allgather(mine, kRow, all.data());
+  const auto at = [&](int r, int j) { return all[static_cast<std::size_t>(r * kRow + j)]; };
+  const auto busy = [&](int r) { return at(r, 0) + at(r, 3) + at(r, 4) + at(r, 6); };
+  int busiest = 0;
+  double busy_sum = 0, busy_min = busy(0), peak_rss = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (busy(r) > busy(busiest)) busiest = r;
+    busy_sum += busy(r);
+    busy_min = std::min(busy_min, busy(r));
+    peak_rss = std::max(peak_rss, at(r, kParts));
+  }
   if (root && start_iteration > run.iterations) {
     std::cout << "nothing to do: the run already has " << run.iterations << " iterations"
               << std::endl;
   } else if (root) {
     const double wall = std::max(1e-9, sum.wall_seconds);
-    const char* names[7] = {"env step",          "work exchange (alltoallv)", "obs allgather",
-                            "policy forward",    "update fwd/bwd+optim",      "grad allreduce",
-                            "trajectory logging"};
-    std::cout << "time split (slowest rank, " << std::fixed << std::setprecision(2) << wall
-              << " s wall, " << std::setprecision(0)
-              << static_cast<double>(env_steps - steps_at_start) / wall << " env steps/s):";
-    for (int i = 0; i < 7; ++i)
+    const char* names[kParts] = {"env step",          "work exchange (alltoallv)", "obs allgather",
+                                 "policy forward",    "update fwd/bwd+optim",      "grad allreduce",
+                                 "trajectory logging"};
+    std::cout << "time split of rank " << busiest << (comm.size() > 1 ? ", the busiest" : "")
+              << " (" << std::fixed << std::setprecision(2) << wall << " s wall, "
+              << std::setprecision(0) << static_cast<double>(env_steps - steps_at_start) / wall
+              << " agent-steps/s):";
+    double accounted = 0;
+    for (int i = 0; i < kParts; ++i) {
+      accounted += at(busiest, i);
       std::cout << (i ? ", " : " ") << names[i] << " " << std::setprecision(1)
-                << 100.0 * mx[i] / wall << "%";
+                << 100.0 * at(busiest, i) / wall << "%";
+    }
+    std::cout << ", other " << 100.0 * std::max(0.0, wall - accounted) / wall << "%";
+    if (comm.size() > 1)
+      std::cout << "\nbusy time (env step, policy forward, update, logging) over " << comm.size()
+                << " ranks: max " << std::setprecision(2) << busy(busiest) << " s, min " << busy_min
+                << " s, max/mean " << busy(busiest) / std::max(1e-9, busy_sum / comm.size());
     std::cout << "\npeak resident memory (largest rank): " << std::setprecision(0) << peak_rss
               << " MiB\nparameters identical on all ranks: "
               << (sum.parameters_identical ? "yes" : "NO") << std::endl;
@@ -659,9 +691,7 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
   std::vector<EvalRow> rows;
   const int n = run.agents_per_rank * comm.size();
   if (!learned.exported.empty()) {
-    auto p = load_exported_policy(
-        learned.exported, spec, n, deterministic,
-        derive_seed(run.eval_seed, {0xE4, static_cast<std::uint64_t>(comm.rank())}));
+    auto p = load_exported_policy(learned.exported, spec, n, deterministic);
     rows.push_back(evaluate(*p, factory, comm, es));
     rows.back().policy = p->name();
   } else if (!learned.empty()) {
@@ -675,7 +705,7 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
     rows.back().policy = run.algo + (deterministic ? " (greedy)" : "");
   }
   for (const auto& b : baselines) {
-    auto h = make_heuristic(b, spec, run.eval_seed, comm.rank());
+    auto h = make_heuristic(b, spec, run.eval_seed);
     rows.push_back(evaluate(*h, factory, comm, es));
   }
   MARLSCHED_REQUIRE(!rows.empty(), "nothing to evaluate: no learned policy and no baselines");
@@ -703,9 +733,14 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
     }
   }
   if (comm.is_root()) {
+    // What the columns are, said once under the table (and in eval.md).
+    std::string notes;
+    if (!spec.mean_components.empty())
+      notes += "mean_* = mean over agents and slots, not a total\n";
+    if (const auto m = factory.metrics_note(); !m.empty()) notes += m + "\n";
     std::cout << "evaluation: " << rows.front().episodes << " episodes per policy, eval seed "
               << run.eval_seed << " (system totals per episode; utility = sum of rewards)\n"
-              << format_eval_table(spec, rows, false);
+              << format_eval_table(spec, rows, false) << notes;
     if (!bound.policy.empty())
       std::cout << "oracle bound (hindsight LP relaxation, docs/envs/geodc.md): " << std::fixed
                 << std::setprecision(2) << bound.utility
@@ -714,7 +749,8 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
     if (!out_dir.empty()) {
       std::filesystem::create_directories(out_dir);
       write_file_atomic(out_dir + "/eval.csv", format_eval_csv(spec, rows));
-      write_file_atomic(out_dir + "/eval.md", format_eval_table(spec, rows, true));
+      write_file_atomic(out_dir + "/eval.md",
+                        format_eval_table(spec, rows, true) + (notes.empty() ? "" : "\n" + notes));
       auto with_bound = rows;
       if (!bound.policy.empty()) with_bound.push_back(bound);
       write_file_atomic(out_dir + "/eval-episodes.csv", format_eval_episodes_csv(with_bound));

@@ -245,6 +245,8 @@ PolicyInput World::policy_input() const {
   for (int c = 0; c < copies_; ++c) {
     in.global.push_back(obs(c));
     in.episode_step.push_back(ep_step_[static_cast<std::size_t>(c)]);
+    const std::uint64_t ep = episode_[static_cast<std::size_t>(c)];
+    in.episode_seed.push_back(ep == 0 ? 0 : episode_world_seed(seed_, c / group_, ep - 1));
   }
   return in;
 }

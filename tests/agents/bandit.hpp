@@ -80,7 +80,7 @@ inline void train_bandit(Learner& l, Bandit& b, int iterations, int& t) {
 /// all the same (to check that agents' networks differ).
 template <class Want>
 int expect_export_matches(const std::string& path, const EnvSpec& spec, int n, Want want) {
-  auto p = load_exported_policy(path, spec, n, true, 0);
+  auto p = load_exported_policy(path, spec, n, true);
   std::vector<float> obs(static_cast<std::size_t>(n * spec.obs_dim()));
   Rng rng(3);
   int differ = 0;

@@ -18,7 +18,7 @@ struct Fixture {
   }
 };
 std::vector<int> run(const std::string& name, Fixture& f, int step = 0) {
-  auto p = make_heuristic(name, f.spec, 1, 0);
+  auto p = make_heuristic(name, f.spec, 1);
   std::vector<int> a;
   auto in = f.input(step);
   p->act(in, a);
@@ -50,16 +50,24 @@ TEST(Heuristics, LocalOnlyLeastLoadedRoundRobin) {
 
 TEST(Heuristics, RandomCoversTheActionSpaceAndUnknownNamesFail) {
   Fixture f;
-  auto p = make_heuristic("random", f.spec, 5, 0);
+  auto p = make_heuristic("random", f.spec, 5);
   std::set<int> seen;
   std::vector<int> a;
+  // It draws from the episode, the agent and the step (PolicyInput::draw): the same input gives
+  // the same actions, other steps and episodes others.
+  auto in = f.input();
+  p->act(in, a);
+  std::vector<int> again;
+  p->act(in, again);
+  EXPECT_EQ(a, again);
   for (int i = 0; i < 200; ++i) {
-    auto in = f.input();
+    in.episode_step[0] = i % 50;
+    in.episode_seed = {static_cast<std::uint64_t>(i / 50)};
     p->act(in, a);
     seen.insert(a.begin(), a.end());
   }
   EXPECT_EQ(seen.size(), 8u);
-  EXPECT_THROW(make_heuristic("greedy", f.spec, 1, 0), ConfigError);
+  EXPECT_THROW(make_heuristic("greedy", f.spec, 1), ConfigError);
 }
 
 // wait-awhile defers at a site whose coming hours are cheaper in the reward's terms by more than
@@ -79,9 +87,9 @@ TEST(Heuristics, WaitAwhileDefersForCheaperHoursElseLeastLoaded) {
   EXPECT_EQ(a[1], 2);      // least-loaded overflow
   EXPECT_EQ(a, run("wait-awhile:0.1", f));
   EXPECT_EQ(run("wait-awhile:0.9", f)[0], 2);  // a high threshold never waits
-  EXPECT_THROW(make_heuristic("wait-awhile:abc", f.spec, 1, 0), ConfigError);
-  EXPECT_THROW(make_heuristic("wait-awhile:1.5", f.spec, 1, 0), ConfigError);
-  EXPECT_THROW(make_heuristic("least-loaded:0.1", f.spec, 1, 0), ConfigError);
+  EXPECT_THROW(make_heuristic("wait-awhile:abc", f.spec, 1), ConfigError);
+  EXPECT_THROW(make_heuristic("wait-awhile:1.5", f.spec, 1), ConfigError);
+  EXPECT_THROW(make_heuristic("least-loaded:0.1", f.spec, 1), ConfigError);
 }
 
 // green-fit overflows to the cheapest other site with room; fixed-overflow always to one site.
@@ -100,9 +108,9 @@ TEST(Heuristics, GreenFitAndFixedOverflow) {
   EXPECT_EQ(run("green-fit:0.95", f), (std::vector<int>{3, 3, 3, 0}));
   EXPECT_EQ(run("fixed-overflow", f), (std::vector<int>{0, 0, 0, 0}));  // site 0; local there
   EXPECT_EQ(run("fixed-overflow:2", f), (std::vector<int>{2, 2, 2, 2}));
-  EXPECT_THROW(make_heuristic("fixed-overflow:4", f.spec, 1, 0), ConfigError);
-  EXPECT_THROW(make_heuristic("fixed-overflow:1.5", f.spec, 1, 0), ConfigError);
-  EXPECT_THROW(make_heuristic("green-fit:2", f.spec, 1, 0), ConfigError);
+  EXPECT_THROW(make_heuristic("fixed-overflow:4", f.spec, 1), ConfigError);
+  EXPECT_THROW(make_heuristic("fixed-overflow:1.5", f.spec, 1), ConfigError);
+  EXPECT_THROW(make_heuristic("green-fit:2", f.spec, 1), ConfigError);
 }
 
 // guarded-overflow sends to fixed-overflow's site only while its queue is short; else holds.

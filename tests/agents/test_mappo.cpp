@@ -302,7 +302,7 @@ TEST(Mappo, ImitatesATeacherHeuristicThenStops) {
   fb.truncated = {0};
   fb.terminal = {GlobalObs{obs.data(), 4, d}};
   std::vector<int> a, want;
-  auto teacher = make_heuristic("least-loaded", spec, 0, 0);
+  auto teacher = make_heuristic("least-loaded", spec, 0);
   auto randomise = [&] {
     for (int s = 0; s < 4; ++s)
       obs[static_cast<std::size_t>(s * d + free)] = static_cast<float>(rng.uniform());

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
+#include "core/latency_histogram.hpp"
 #include "core/stats.hpp"
 
 using namespace marlsched;
@@ -53,4 +56,42 @@ TEST(Stats, BootstrapIntervalsAndPairedDifferences) {
   EXPECT_DOUBLE_EQ(stats::probability_of_improvement(b, a), 0.0);
   EXPECT_DOUBLE_EQ(stats::probability_of_improvement(b, b), 0.5);
   EXPECT_DOUBLE_EQ(stats::statistic(a, stats::Statistic::kMean), 36.0);
+}
+
+// Latency quantiles are bin bounds at the R10 preferred numbers (issue 23): a 50 ms objective
+// is a bin edge, so "p99 <= 50" is exact; a quantile above the last edge is +inf, not a cap.
+TEST(LatencyHistogram, QuantilesAreR10BinEdgesAndTheLastBinIsOpen) {
+  EXPECT_EQ(latency::bin_upper(0), 0.1);
+  EXPECT_EQ(latency::bin_upper(1), 0.125);
+  EXPECT_EQ(latency::bin_upper(10), 1.0);
+  EXPECT_EQ(latency::bin_upper(27), 50.0);
+  EXPECT_EQ(latency::bin_upper(39), 800.0);
+  EXPECT_TRUE(std::isinf(latency::bin_upper(40)));
+  for (int b = 1; b < latency::kBins - 1; ++b) {
+    EXPECT_GT(latency::bin_upper(b), latency::bin_upper(b - 1));
+    EXPECT_LE(latency::bin_upper(b), latency::bin_upper(b - 1) * 1.28) << b;
+  }
+  // A latency falls in the first bin whose edge is at least it; edges belong to their bin.
+  EXPECT_EQ(latency::bin(0.0), 0);
+  EXPECT_EQ(latency::bin(0.1), 0);
+  EXPECT_EQ(latency::bin(0.11), 1);
+  EXPECT_EQ(latency::bin(50.0), 27);
+  EXPECT_EQ(latency::bin(50.01), 28);
+  EXPECT_EQ(latency::bin(800.0), 39);
+  EXPECT_EQ(latency::bin(5000.0), 40);
+  EXPECT_EQ(latency::bin(std::numeric_limits<double>::infinity()), 40);
+  for (double ms = 0.05; ms < 2000; ms *= 1.01) {
+    const int b = latency::bin(ms);
+    ASSERT_LE(ms, latency::bin_upper(b)) << ms;
+    if (b > 0) {
+      ASSERT_GT(ms, latency::bin_upper(b - 1)) << ms;
+    }
+  }
+  std::vector<double> h(latency::kBins, 0.0);
+  h[static_cast<std::size_t>(latency::bin(12.0))] = 990;
+  h[static_cast<std::size_t>(latency::bin(49.0))] = 10;
+  EXPECT_EQ(latency::quantile_upper(h, 0.99), 12.5);
+  EXPECT_EQ(latency::quantile_upper(h, 0.995), 50.0);
+  h[40] = 100;
+  EXPECT_TRUE(std::isinf(latency::quantile_upper(h, 0.99)));
 }

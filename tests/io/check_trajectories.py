@@ -95,9 +95,12 @@ def check_run(run_dir, ranks):
         if not np.isclose(got, float(m["system_reward_per_slot"]), rtol=1e-6, atol=1e-6):
             fail(f"iteration {i+1}: rewards sum to {got} per slot, metrics.csv says "
                  f"{m['system_reward_per_slot']}")
+        means = [x.decode() if isinstance(x, bytes) else str(x)
+                 for x in f.attrs.get("mean_components", [])]
         for j, name in enumerate(names):
-            got = comp[sl, :, :, j].sum() / (t * w)
-            want = float(m[name + "_per_slot"])
+            # A rate component is averaged over the agents (metrics.csv: mean_<name>_per_slot).
+            got = comp[sl, :, :, j].sum() / (t * w) / (comp.shape[2] if name in means else 1)
+            want = float(m[("mean_" if name in means else "") + name + "_per_slot"])
             if not np.isclose(got, want, rtol=1e-6, atol=1e-6):
                 fail(f"iteration {i+1}: {name} {got} per slot, metrics.csv says {want}")
         if int(done[sl].sum()) != int(m["episodes"]):

@@ -111,8 +111,8 @@ def main(run_dir):
     if len(steps) != len(metrics):
         sys.exit(f"{len(steps)} scalar events, {len(metrics)} metrics rows")
     for e, m in zip(steps, metrics):
-        if e["step"] != int(m["env_steps"]):
-            sys.exit(f"step {e['step']} != env_steps {m['env_steps']}")
+        if e["step"] != int(m["agent_steps"]):
+            sys.exit(f"step {e['step']} != agent_steps {m['agent_steps']}")
         for tag, col in [("reward/system_per_slot", "system_reward_per_slot"),
                          ("loss/policy", "policy_loss"), ("policy/entropy", "entropy")]:
             want = float(m[col])

@@ -33,6 +33,17 @@ pass "same seed and config reproduce the metrics"
 mpi 2 "$BIN" train --env aset --algo mappo --agents-per-rank 2 --iterations 3 --rollout-steps 32 \
   --eval-episodes 2 --envs-per-rank 2 --run-dir mappo > mappo.log
 grep -q "^mappo " mappo/eval.md || grep -q "| mappo " mappo/eval.md || fail "no MAPPO row: $(cat mappo/eval.md)"
+# Quantiles say what they are (issue 23): p99 values are R10 bin edges (50, not 50.1187) or inf,
+# the table says so, and the latency component is named as the sum it is.
+grep -q "^p99_\* = upper edge of the latency-histogram bin" mappo/eval.md || fail "eval.md lacks the p99 note"
+head -1 mappo/eval.csv | grep -q ",latency_ms_sum," || fail "eval.csv: $(head -1 mappo/eval.csv)"
+/usr/bin/python3 - mappo/eval.csv <<'PY' || fail "p99 values off the R10 edges: $(cut -d, -f1,3- mappo/eval.csv)"
+import csv, math, sys
+edges = {round(r * 10.0**d, 6) for r in (1, 1.25, 1.6, 2, 2.5, 3.15, 4, 5, 6.3, 8) for d in range(-1, 3)}
+rows = list(csv.DictReader(open(sys.argv[1])))
+p99 = [float(r[k]) for r in rows for k in r if k.startswith("p99_latency_ms") and r[k] != "nan"]
+assert p99 and all(math.isinf(v) or round(v, 6) in edges for v in p99), p99
+PY
 pass "MAPPO trains and evaluates on aset unchanged"
 
 "$BIN" export dqn --out dqn/policy.pt > export.log

@@ -10,7 +10,20 @@ for f in metrics.csv timing.csv config.toml eval.csv eval.md model-rank-0.pt mod
   [ -s "run/$f" ] || fail "missing run/$f"
 done
 grep -q "parameters identical on all ranks: yes" train.log || fail "no identity confirmation"
-grep -q "time split" train.log || fail "no time split"
+# Output that says what it counts (issue 23): agent-steps; one rank's time split, whose shares
+# add up to 100 %; utilisation as a mean over sites, never summed.
+split=$(grep "^time split of rank [0-3], the busiest (" train.log) || fail "no time split: $(grep 'time split' train.log)"
+awk -v s="$split" 'BEGIN { t = 0
+  while (match(s, / [0-9.]+%/)) { t += substr(s, RSTART + 1, RLENGTH - 2); s = substr(s, RSTART + RLENGTH) }
+  exit !(t > 99.5 && t < 100.5) }' || fail "the time split's shares do not add up to 100 %: $split"
+grep -q "^busy time (env step, policy forward, update, logging) over 4 ranks: max [0-9.]* s, min [0-9.]* s, max/mean [0-9.]*$" train.log ||
+  fail "no load-balance line: $(grep -A1 'time split' train.log)"
+head -1 run/metrics.csv | grep -q "^iteration,agent_steps,.*,mean_utilization_per_slot," || fail "metrics.csv header: $(head -1 run/metrics.csv)"
+head -1 run/eval.csv | grep -q ",goodput_gpu_h,mean_utilization,energy_kwh," || fail "eval.csv header: $(head -1 run/eval.csv)"
+if head -1 run/eval.csv | grep -q ",utilization,\|gpu_util"; then fail "eval.csv still has a summed utilisation"; fi
+awk -F, 'NR > 1 { if ($6 < 0 || $6 > 1) exit 1 }' run/eval.csv || fail "mean_utilization outside [0, 1]"
+grep -q "^mean_\* = mean over agents and slots, not a total$" train.log || fail "the eval table does not say what mean_* is"
+pass "outputs name agent-steps, one rank's time split adds up to 100 %, utilisation is a mean"
 util() { awk -F, -v p="$1" '$1==p {print $3}' run/eval.csv; }
 m=$(util "es (greedy)"); r=$(util random); rr=$(util round-robin)
 echo "utility: es $m, random $r, round-robin $rr"

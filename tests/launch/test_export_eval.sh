@@ -32,6 +32,21 @@ p1=$(awk -F, '$1=="policy.pt (greedy)" {print $3}' p1/eval.csv)
   fail "greedy utilities differ: model $m, checkpoint $c, exported at 4 ranks $p, at 1 rank $p1"
 grep -q "^random" p1.log || fail "no baseline row: $(cat p1.log)"
 pass "the run, its checkpoint and its exported policy (4 ranks and 1 rank) score the same ($m)"
+# Sampled evaluation (issue 23) draws from the episode, the agent and the step, not from the
+# rank: the same eval.csv at 1, 2 and 4 ranks, for the policy and the random baseline, and the
+# run's own model samples as its exported policy does.
+S=(--eval-episodes 2 --envs-per-rank 2 --no-eval-greedy --baselines random)
+"$BIN" eval --policy run/policy.pt "${S[@]}" --out s1 > s1.log
+mpi 2 "$BIN" eval --policy run/policy.pt "${S[@]}" --agents-per-rank 2 --out s2 > s2.log
+mpi 4 "$BIN" eval --policy run/policy.pt "${S[@]}" --out s4 > s4.log
+mpi 4 "$BIN" eval --model run "${S[@]}" --out sm > sm.log
+cmp s1/eval.csv s2/eval.csv && cmp s1/eval.csv s4/eval.csv || fail "sampled evaluation depends on the rank count"
+ps=$(awk -F, '$1=="policy.pt" {print $3}' s1/eval.csv)
+ms=$(awk -F, '$1=="mappo" {print $3}' sm/eval.csv)
+g=$(awk -F, '$1=="policy.pt (greedy)" {print $3}' p1/eval.csv)
+[ -n "$ps" ] && [ "$ps" = "$ms" ] && [ "$ps" != "$g" ] ||
+  fail "sampled: exported $ps, model $ms (greedy $g)"
+pass "sampled evaluation is the same at 1, 2 and 4 ranks, and for the model and its export ($ps)"
 
 D=${MARLSCHED_SHARED_DATA:-}
 if [ -n "$D" ] && [ -d "$D/carbon_intensity" ]; then

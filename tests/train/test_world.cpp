@@ -21,7 +21,7 @@ Outcome run(const dist::Comm& comm, int agents_per_rank, int copies, int episode
   cfg.episode_slots = 48;
   auto factory = find_env("geodc").make_factory(cfg, kAgents);
   World w(*factory, comm, agents_per_rank, copies, 21);
-  auto policy = make_heuristic("round-robin", w.spec(), 0, comm.rank());
+  auto policy = make_heuristic("round-robin", w.spec(), 0);
   Outcome o;
   w.reset();
   std::vector<int> actions;
@@ -84,7 +84,7 @@ TEST(World, CommonEpisodesGiveCopiesOfAGroupTheSameEpisodes) {
   World w(*factory, comm, kAgents / comm.size(), 4, 9);
   w.set_common_episodes(2);
   w.reset();
-  auto policy = make_heuristic("least-loaded", w.spec(), 0, comm.rank());
+  auto policy = make_heuristic("least-loaded", w.spec(), 0);
   std::vector<int> actions;
   double pair_gap = 0, other_gap = 0;
   for (int step = 0; step < 3 * cfg.episode_slots; ++step) {

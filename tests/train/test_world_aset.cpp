@@ -23,7 +23,7 @@ EdgeOutcome run_edge(const dist::Comm& comm, int agents_per_rank) {
   cfg.episode_steps = 30;
   auto factory = find_env("aset").make_factory(cfg, 4);
   World w(*factory, comm, agents_per_rank, 2, 17);
-  auto policy = make_heuristic("least-loaded", w.spec(), 0, comm.rank());
+  auto policy = make_heuristic("least-loaded", w.spec(), 0);
   EdgeOutcome o;
   w.reset();
   std::vector<int> actions;

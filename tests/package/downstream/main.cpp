@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   cfg.validate(4);
   auto factory = find_env("geodc").make_factory(cfg, 4);
   World world(*factory, comm, 4, 1, 7);
-  auto policy = make_heuristic("least-loaded", world.spec(), 7, 0);
+  auto policy = make_heuristic("least-loaded", world.spec(), 7);
   world.reset();
   std::vector<int> actions;
   double total = 0;
