@@ -1,9 +1,9 @@
 #include "agents/nn.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <sstream>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
 
@@ -295,10 +295,6 @@ torch::Device device_for(const std::string& name, const dist::Comm& comm) {
   MPI_Comm_free(&node);
   return torch::Device(torch::kCUDA,
                        static_cast<c10::DeviceIndex>(local % torch::cuda::device_count()));
-}
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace marlsched::nn

@@ -123,7 +123,4 @@ inline torch::Tensor blob(std::vector<float>& v, std::int64_t rows, std::int64_t
   return torch::from_blob(v.data(), {rows, cols}, torch::kFloat32).to(dev);
 }
 
-/// Seconds on a monotonic clock.
-double now();
-
 }  // namespace marlsched::nn

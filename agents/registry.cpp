@@ -154,14 +154,7 @@ const std::vector<LearnerEntry>& table() {
          c.tsdqn.validate();
        },
        [](const LearnerConfigs& c, const EnvSpec& spec) {
-         MARLSCHED_REQUIRE(spec.action_heads.size() == 2,
-                           "tsdqn needs an env with a long and a short action head (e.g. lstcb); "
-                           "env '"
-                               << spec.name << "' has one action head");
-         MARLSCHED_REQUIRE(spec.episode_length % spec.long_every == 0,
-                           "tsdqn: episodes (" << spec.episode_length
-                                               << " steps) must hold whole windows of "
-                                               << spec.long_every << " steps");
+         check_tsdqn_env(spec);
          c.tsdqn.short_subset(spec);
        },
        [](const LearnerConfigs& c, const EnvSpec&) { return c.dqn.rollout_steps; },

@@ -1,7 +1,10 @@
 #pragma once
 /// \file registry.hpp
-/// The table of environments. Adding an environment = a folder under envs/ plus one row in
-/// registry.cpp (an explicit table: static self-registration can be dropped by the linker).
+/// The table of environments (an explicit table: static self-registration can be dropped by the
+/// linker). Adding an environment takes today: a folder under envs/ (config, spec, shards), an
+/// EnvFactory class and one row in registry.cpp, its heuristic baselines in agents/baselines
+/// with a row in their table (heuristics.cpp), and its sources in envs/CMakeLists.txt. Issue 24
+/// brings this down to one folder and one row.
 
 #include <functional>
 #include <memory>

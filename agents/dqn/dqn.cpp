@@ -1,5 +1,6 @@
 #include "agents/dqn/dqn.hpp"
 #include "agents/archive_check.hpp"
+#include "core/clock.hpp"
 
 #include <cmath>
 #include <fstream>
@@ -337,7 +338,7 @@ UpdateStats Dqn::update(const PolicyInput& last) {
         br[static_cast<std::size_t>(b)] = rb.r[j];
         bt[static_cast<std::size_t>(b)] = rb.term[j];
       }
-      const double t0 = nn::now();
+      const double t0 = now();
       auto& net = m.online[i];
       auto X = nn::blob(bx, B, m.in, m.dev), X2 = nn::blob(bx2, B, m.in, m.dev);
       auto A = torch::from_blob(ba.data(), {B, 1}, torch::kInt64).to(m.dev);
@@ -362,12 +363,12 @@ UpdateStats Dqn::update(const PolicyInput& last) {
         m.grads[i].backward(loss, m.comm);
       else
         loss.backward();
-      const double t1 = nn::now();
+      const double t1 = now();
       if (m.cfg.share) m.grads[i].average(m.comm);
-      const double t2 = nn::now();
+      const double t2 = now();
       s[2] += torch::nn::utils::clip_grad_norm_(net->parameters(), m.cfg.max_grad_norm);
       m.opt[i]->step();
-      const double t3 = nn::now();
+      const double t3 = now();
       st.time_forward_backward += (t1 - t0) + (t3 - t2);
       st.time_allreduce += t2 - t1;
       s[0] += loss.item<double>();

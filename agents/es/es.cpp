@@ -1,5 +1,6 @@
 #include "agents/es/es.hpp"
 #include "agents/archive_check.hpp"
+#include "core/clock.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -249,14 +250,14 @@ void Es::record(const StepFeedback& fb) {
 UpdateStats Es::update(const PolicyInput&) {
   auto& m = *impl_;
   UpdateStats st;
-  const double t0 = nn::now();
+  const double t0 = now();
   if (!m.ready) m.perturb();  // an iteration without a step (no act) still has directions
   // One allreduce: every copy's return (summed over the ranks' agents) and the input moments.
   std::vector<double> buf(m.fitness);
   buf.insert(buf.end(), m.pending.begin(), m.pending.end());
-  const double r0 = nn::now();
+  const double r0 = now();
   m.comm.allreduce_sum(buf.data(), static_cast<int>(buf.size()));
-  st.time_allreduce = nn::now() - r0;
+  st.time_allreduce = now() - r0;
   const int P = m.pairs();
   std::vector<double> F(buf.begin(), buf.begin() + m.e);
   for (std::size_t i = 0; i < m.pending.size(); ++i)
@@ -311,7 +312,7 @@ UpdateStats Es::update(const PolicyInput&) {
   std::fill(m.fitness.begin(), m.fitness.end(), 0.0);
   std::fill(m.finished.begin(), m.finished.end(), 0);
   std::fill(m.pending.begin(), m.pending.end(), 0.0);
-  st.time_forward_backward = nn::now() - t0 - st.time_allreduce;
+  st.time_forward_backward = now() - t0 - st.time_allreduce;
   return st;
 }
 

@@ -11,6 +11,7 @@
 #include "agents/mappo/ppo_loss.hpp"
 #include "agents/nn.hpp"
 #include "core/blas.hpp"
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
 #include "core/rng.hpp"
@@ -110,7 +111,6 @@ void MappoConfig::check_env(const EnvSpec& spec) const {
 }
 
 using nn::Mlp;
-using nn::now;
 using nn::params_of;
 using nn::script_mlp;
 

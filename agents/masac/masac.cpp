@@ -1,5 +1,6 @@
 #include "agents/masac/masac.hpp"
 #include "agents/archive_check.hpp"
+#include "core/clock.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -411,7 +412,7 @@ UpdateStats Masac::update(const PolicyInput& last) {
       bt[bu] = rb.term[j];
       bi[bu] = m.first + static_cast<std::int64_t>(kk);
     }
-    const double t0 = nn::now();
+    const double t0 = now();
     auto S = nn::blob(bs, B, m.gw, m.dev), S2 = nn::blob(bs2, B, m.gw, m.dev);
     auto J = torch::from_blob(ba.data(), {B, m.n}, torch::kInt64).to(m.dev);
     auto I = torch::from_blob(bi.data(), {B}, torch::kInt64).to(m.dev);
@@ -448,9 +449,9 @@ UpdateStats Masac::update(const PolicyInput& last) {
     auto critic_loss = 0.5 * (torch::mse_loss(qa1, y) + torch::mse_loss(qa2, y));
     m.g_critic.zero();
     m.g_critic.backward(critic_loss, m.comm);
-    const double tc = nn::now();
+    const double tc = now();
     m.g_critic.average(m.comm);
-    const double tc2 = nn::now();
+    const double tc2 = now();
     torch::nn::utils::clip_grad_norm_(m.critics(), m.cfg.max_grad_norm);
     m.opt_critic->step();
     // Actor: E_{a~π}[α log π(a) − min Q(s, a_-i, a)] with the other agents' stored actions.
@@ -484,9 +485,9 @@ UpdateStats Masac::update(const PolicyInput& last) {
     }
     m.g_actor.zero();
     m.g_actor.backward(actor_loss, m.comm);
-    const double ta = nn::now();
+    const double ta = now();
     m.g_actor.average(m.comm);
-    const double ta2 = nn::now();
+    const double ta2 = now();
     torch::nn::utils::clip_grad_norm_(m.actor->parameters(), m.cfg.max_grad_norm);
     m.opt_actor->step();
     // Temperature: raise α when the entropy is under the target, lower it when above.
@@ -499,7 +500,7 @@ UpdateStats Masac::update(const PolicyInput& last) {
       m.opt_alpha->step();
     }
     m.sync_targets(m.cfg.tau);
-    const double t3 = nn::now();
+    const double t3 = now();
     st.time_allreduce += (tc2 - tc) + (ta2 - ta);
     st.time_forward_backward += (t3 - t0) - (tc2 - tc) - (ta2 - ta);
     s[0] += critic_loss.item<double>();

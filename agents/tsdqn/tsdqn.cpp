@@ -122,18 +122,24 @@ struct TwoTimescaleDqn::Impl {
   std::vector<StatName> names;
 };
 
+void check_tsdqn_env(const EnvSpec& spec) {
+  const auto heads = spec.action_heads.size();
+  MARLSCHED_REQUIRE(heads == 2 && spec.long_every >= 1,
+                    "tsdqn needs an env with a long and a short action head (e.g. lstcb); env '"
+                        << spec.name << "' has " << std::max<std::size_t>(1, heads)
+                        << " action head" << (heads > 1 ? "s" : ""));
+  MARLSCHED_REQUIRE(spec.episode_length % spec.long_every == 0,
+                    "tsdqn: episodes (" << spec.episode_length
+                                        << " steps) must hold whole windows of " << spec.long_every
+                                        << " steps");
+}
+
 TwoTimescaleDqn::TwoTimescaleDqn(const TsdqnConfig& ts, const DqnConfig& dqn, const EnvSpec& spec,
                                  const dist::Comm& comm, int num_agents, int first_agent,
                                  int local_agents, int copies, std::uint64_t seed)
     : impl_(std::make_unique<Impl>()) {
   auto& m = *impl_;
-  MARLSCHED_REQUIRE(spec.action_heads.size() == 2 && spec.long_every >= 1,
-                    "tsdqn needs an env with a long and a short action head (e.g. lstcb); env '"
-                        << spec.name << "' has " << spec.action_heads.size() << " heads");
-  MARLSCHED_REQUIRE(spec.episode_length % spec.long_every == 0,
-                    "tsdqn: episodes (" << spec.episode_length
-                                        << " steps) must hold whole windows of "
-                                        << spec.long_every);
+  check_tsdqn_env(spec);
   m.S = spec.action_heads[1];
   m.W = spec.long_every;
   m.rows = copies * local_agents;

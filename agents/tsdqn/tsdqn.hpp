@@ -48,6 +48,10 @@ struct TsdqnConfig {
   DqnConfig long_head(const DqnConfig& short_head, int window) const;
 };
 
+/// Throws ConfigError unless `spec` has the two action heads tsdqn learns (a long head applied
+/// every spec.long_every steps, a short head every step) and episodes of whole long windows.
+void check_tsdqn_env(const EnvSpec& spec);
+
 class TwoTimescaleDqn final : public Learner {
  public:
   TwoTimescaleDqn(const TsdqnConfig& ts, const DqnConfig& dqn, const EnvSpec& spec,

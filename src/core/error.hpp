@@ -1,7 +1,11 @@
 #pragma once
 /// \file error.hpp
-/// One error hierarchy for the whole framework. `main` catches `marlsched::Error` once,
-/// prints the rank and the message, and aborts the job (see launch/main.cpp).
+/// One error hierarchy for the whole framework. The launcher (launch/cli.cpp) runs a command in
+/// two phases. In phase 1 (configuration, input files, checkpoints; no collectives yet) every
+/// rank catches what it throws, the ranks agree on the first failure with one allreduce, and
+/// rank 0 alone prints it and every rank exits with code 2. In phase 2 (the run itself, inside
+/// collectives) the rank that throws prints its rank and message and aborts the job: exit 2 for
+/// a ConfigError or InputError, 1 otherwise. launch/main.cpp catches what escapes both (exit 1).
 
 #include <sstream>
 #include <stdexcept>

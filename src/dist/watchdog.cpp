@@ -9,20 +9,19 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/clock.hpp"
+
 namespace marlsched::dist {
 
 namespace {
 std::atomic<double> g_last_beat{0.0};
 std::atomic<const char*> g_phase{"start"};
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 }  // namespace
 
 void heartbeat(const char* phase) {
   g_phase.store(phase, std::memory_order_relaxed);
-  g_last_beat.store(now_s(), std::memory_order_relaxed);
+  g_last_beat.store(now(), std::memory_order_relaxed);
 }
 
 Watchdog::Watchdog(double timeout_s, int rank, int size)
@@ -47,7 +46,7 @@ void Watchdog::watch() {
   const auto poll = std::chrono::duration<double>(std::clamp(timeout_s_ / 20, 0.05, 1.0));
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, poll, [this] { return done_; })) {
-    const double silent = now_s() - g_last_beat.load(std::memory_order_relaxed);
+    const double silent = now() - g_last_beat.load(std::memory_order_relaxed);
     if (silent < timeout_s_ + stagger) continue;
     char line[512];
     const int n = std::snprintf(

@@ -1,7 +1,6 @@
 #include "io/trajectory.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -9,6 +8,7 @@
 #include <sstream>
 
 #include "core/blas.hpp"
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "io/h5.hpp"
@@ -21,10 +21,6 @@ namespace {
 
 constexpr const char* kFormat = "marlsched-trajectories";
 constexpr std::int64_t kFormatVersion = 1;
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 enum class Scope { Agent, World, Row };
 enum class Type { F32, I32, I64, U8 };

@@ -22,6 +22,7 @@
 
 #include "agents/baselines/heuristics.hpp"
 #include "agents/exported/torchscript_policy.hpp"
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/serialize.hpp"
@@ -92,10 +93,6 @@ std::string model_path(const std::string& run_dir, int rank) {
 }
 
 namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 /// Where a fault-injection variable "RANK:ITERATION[:STEP]" points (-1: unset); STEP -1 is the
 /// start of the iteration, STEP >= 0 the rollout just before env step STEP.

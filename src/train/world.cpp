@@ -1,8 +1,8 @@
 #include "train/world.hpp"
 
-#include <chrono>
 #include <cstring>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/serialize.hpp"
@@ -11,9 +11,6 @@
 namespace marlsched {
 
 namespace {
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 struct RecordHeader {
   std::int32_t copy, dest;
   std::uint32_t size;
