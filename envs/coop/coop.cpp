@@ -1,3 +1,8 @@
+// coop: the reference env. It is the smallest env that implements the whole Shard contract
+// (core/env.hpp), so it is the one to copy when adding an env. Its parts are: a Config that binds
+// its own options and validates them, a spec (observations, actions, reward components), and a
+// Shard that observes, acts on the allgathered observations, advances one step, counts, and
+// saves and restores its complete state. tests/envs/test_coop.cpp tests each part.
 #include "coop/coop.hpp"
 
 #include <cmath>
@@ -8,7 +13,7 @@
 namespace marlsched::coop {
 
 namespace {
-constexpr std::uint32_t kMagic = 0xC0095A7Eu;
+constexpr std::uint32_t kMagic = 0xC0095A7Eu;  ///< first word of a saved state
 }
 
 void Config::bind(OptionBinder& b) {
@@ -23,6 +28,8 @@ void Config::validate(int num_agents) const {
   MARLSCHED_REQUIRE(num_agents >= 1, "coop needs at least one agent");
 }
 
+// The first `num_public` observation fields are what peers may read (the leader's signal);
+// the rest is private (noise). Episodes end by truncation after cfg.steps steps.
 EnvSpec make_spec(const Config& cfg) {
   EnvSpec s;
   s.name = "coop";
@@ -42,6 +49,9 @@ void Shard::draw() {
   noise_ = rng_.uniform();
 }
 
+// Every random draw comes from the shard's own stream, seeded here: the framework derives
+// shard_seed from the run seed, the copy, the episode and the agent, so an episode is the same
+// at every rank count. world_seed (shared by the shards of one world) is unused here.
 void Shard::reset(std::uint64_t /*world_seed*/, std::uint64_t shard_seed) {
   rng_.seed(shard_seed);
   step_ = 0;
@@ -53,6 +63,9 @@ void Shard::observe(float* out) const {
   out[1] = static_cast<float>(noise_);
 }
 
+// The action is scored against the leader's public field of the global observation (every
+// agent's row, allgathered by the framework). An env that hands work to another shard appends
+// WorkRecords to `outbox`; coop hands none.
 void Shard::act(int action, const GlobalObs& global, std::vector<WorkRecord>& /*outbox*/) {
   MARLSCHED_REQUIRE(action >= 0 && action < actions_,
                     "coop action " << action << " out of range [0, " << actions_ << ")");
@@ -61,6 +74,8 @@ void Shard::act(int action, const GlobalObs& global, std::vector<WorkRecord>& /*
   match_ = action == leader ? 1.0 : 0.0;
 }
 
+// One step: the reward and its components, the counters, truncation at the episode's end, and
+// the next signal.
 StepOutcome Shard::advance() {
   StepOutcome o;
   o.reward = match_;
@@ -81,6 +96,7 @@ std::map<std::string, double> Shard::counters() const {
   return {{"matches", matches_}, {"decisions", decisions_}};
 }
 
+// The complete dynamic state, for checkpoints: load_state(save_state()) continues exactly.
 std::vector<std::byte> Shard::save_state() const {
   ByteWriter w;
   w.put(kMagic);
