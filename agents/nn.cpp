@@ -286,15 +286,9 @@ torch::Device device_for(const std::string& name, const dist::Comm& comm) {
   if (name == "cpu") return torch::kCPU;
   check_device(name);
   if (name != "cuda") return torch::Device(name);
-  // The rank's index among the ranks of its node.
-  MPI_Comm node;
-  MARLSCHED_MPI_CHECK(
-      MPI_Comm_split_type(comm.raw(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &node));
-  int local = 0;
-  MPI_Comm_rank(node, &local);
-  MPI_Comm_free(&node);
-  return torch::Device(torch::kCUDA,
-                       static_cast<c10::DeviceIndex>(local % torch::cuda::device_count()));
+  // The GPU of the rank's index among the ranks of its node.
+  return torch::Device(
+      torch::kCUDA, static_cast<c10::DeviceIndex>(comm.node_rank() % torch::cuda::device_count()));
 }
 
 }  // namespace marlsched::nn

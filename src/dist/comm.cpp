@@ -74,6 +74,37 @@ void Comm::barrier() const {
   MARLSCHED_MPI_CHECK(MPI_Barrier(comm_));
 }
 
+int Comm::node_rank() const {
+  MPI_Comm node = MPI_COMM_NULL;
+  MARLSCHED_MPI_CHECK(
+      MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+  int local = 0;
+  const int rc = MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
+  MARLSCHED_MPI_CHECK(rc);
+  return local;
+}
+
+Request::~Request() {
+  if (req_ == MPI_REQUEST_NULL) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Wait(&req_, MPI_STATUS_IGNORE);  // a destructor cannot report a failure
+}
+
+Request& Request::operator=(Request&& o) noexcept {
+  if (this != &o) {
+    this->~Request();
+    req_ = o.req_;
+    o.req_ = MPI_REQUEST_NULL;
+  }
+  return *this;
+}
+
+void Request::wait() {
+  if (req_ != MPI_REQUEST_NULL) MARLSCHED_MPI_CHECK(MPI_Wait(&req_, MPI_STATUS_IGNORE));
+}
+
 void Exchange::layout(const std::vector<std::size_t>& bytes) {
   const std::size_t n = bytes.size();
   scount.resize(n);

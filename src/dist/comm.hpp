@@ -75,6 +75,28 @@ struct Exchange {
   std::vector<int> scount, sdispl, rcount, rdispl;
 };
 
+/// A nonblocking operation in flight (MPI_Request), owned: wait() completes it, and the
+/// destructor waits for one still active, so MPI never writes into freed memory (unless MPI is
+/// already finalized, when nothing can be in flight). Move-only.
+class Request {
+ public:
+  Request() = default;
+  ~Request();
+  Request(Request&& o) noexcept : req_(o.req_) { o.req_ = MPI_REQUEST_NULL; }
+  Request& operator=(Request&& o) noexcept;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  /// Whether an operation is in flight.
+  bool active() const { return req_ != MPI_REQUEST_NULL; }
+  /// Completes the operation (no-op when none is in flight); throws MpiError on failure.
+  void wait();
+  /// For the MPI call that starts the operation.
+  MPI_Request* handle() { return &req_; }
+
+ private:
+  MPI_Request req_ = MPI_REQUEST_NULL;
+};
+
 /// A communicator handle (not owning MPI_COMM_WORLD; owning duplicates made by `dup()`).
 class Comm {
  public:
@@ -89,6 +111,8 @@ class Comm {
   Comm& operator=(const Comm&) = delete;
 
   int rank() const { return rank_; }
+  /// This rank's index among the ranks on its node (MPI_COMM_TYPE_SHARED); collective.
+  int node_rank() const;
   int size() const { return size_; }
   bool is_root() const { return rank_ == 0; }
   MPI_Comm raw() const { return comm_; }
@@ -105,12 +129,13 @@ class Comm {
   void allreduce_sum(T* data, int count) const {
     MARLSCHED_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, count, mpi_type<T>(), MPI_SUM, comm_));
   }
-  /// Starts an in-place elementwise sum over ranks (MPI_Iallreduce); complete it with MPI_Wait.
+  /// Starts an in-place elementwise sum over ranks (MPI_Iallreduce); `data` must stay alive
+  /// until the returned request completes (Request::wait, or its destructor).
   template <class T>
-  MPI_Request iallreduce_sum(T* data, int count) const {
-    MPI_Request req = MPI_REQUEST_NULL;
+  Request iallreduce_sum(T* data, int count) const {
+    Request req;
     MARLSCHED_MPI_CHECK(
-        MPI_Iallreduce(MPI_IN_PLACE, data, count, mpi_type<T>(), MPI_SUM, comm_, &req));
+        MPI_Iallreduce(MPI_IN_PLACE, data, count, mpi_type<T>(), MPI_SUM, comm_, req.handle()));
     return req;
   }
   /// In-place elementwise maximum over ranks.

@@ -32,13 +32,7 @@ GradBucket::GradBucket(std::vector<torch::Tensor> params) : params_(std::move(pa
   bind();
 }
 
-GradBucket::~GradBucket() {
-  if (req_ != MPI_REQUEST_NULL) {  // never leave MPI writing into freed memory
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Wait(&req_, MPI_STATUS_IGNORE);
-  }
-}
+GradBucket::~GradBucket() = default;  // req_ waits for an allreduce still in flight
 
 void GradBucket::bind() {
   torch::NoGradGuard guard;
@@ -62,7 +56,7 @@ void GradBucket::bind() {
 }
 
 void GradBucket::zero() {
-  MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket zeroed while its allreduce runs");
+  MARLSCHED_CHECK(!req_.active(), "gradient bucket zeroed while its allreduce runs");
   bind();
   flat_.zero_();
   prescaled_ = 0;
@@ -73,7 +67,7 @@ void GradBucket::backward(const torch::Tensor& loss, const Comm& comm) {
 }
 
 float GradBucket::seed(const Comm& comm) {
-  MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket written while its allreduce runs");
+  MARLSCHED_CHECK(!req_.active(), "gradient bucket written while its allreduce runs");
   MARLSCHED_CHECK(prescaled_ == 0 || prescaled_ == comm.size(),
                   "gradient bucket scaled for two communicators");
   prescaled_ = comm.size();
@@ -81,7 +75,7 @@ float GradBucket::seed(const Comm& comm) {
 }
 
 std::int64_t GradBucket::average(const Comm& comm) {
-  MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket averaged while its allreduce runs");
+  MARLSCHED_CHECK(!req_.active(), "gradient bucket averaged while its allreduce runs");
   bind();
   if (n_ > 0 && comm.size() > 1) {
     if (host_.defined()) host_.copy_(flat_);
@@ -93,7 +87,7 @@ std::int64_t GradBucket::average(const Comm& comm) {
 }
 
 void GradBucket::start(const Comm& comm) {
-  MARLSCHED_CHECK(req_ == MPI_REQUEST_NULL, "gradient bucket started twice");
+  MARLSCHED_CHECK(!req_.active(), "gradient bucket started twice");
   bind();
   ranks_ = comm.size();
   if (n_ == 0 || ranks_ == 1) return;
@@ -102,7 +96,7 @@ void GradBucket::start(const Comm& comm) {
 }
 
 void GradBucket::finish() {
-  if (req_ != MPI_REQUEST_NULL) MARLSCHED_MPI_CHECK(MPI_Wait(&req_, MPI_STATUS_IGNORE));
+  req_.wait();
   if (ranks_ > 1 && n_ > 0 && host_.defined()) flat_.copy_(host_);
   if (ranks_ > 1 && prescaled_ != ranks_) flat_.mul_(1.0f / static_cast<float>(ranks_));
   ranks_ = 1;

@@ -57,7 +57,7 @@ class GradBucket {
   float* mpi_buffer() { return host_.defined() ? host_.data_ptr<float>() : data_; }
   float* data_ = nullptr;
   std::int64_t n_ = 0;
-  MPI_Request req_ = MPI_REQUEST_NULL;
+  Request req_;  ///< the allreduce in flight (its destructor waits for it)
   int ranks_ = 1;
   int prescaled_ = 0;  // the rank count backward() scaled for since zero(); 0: none
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <numeric>
+#include <vector>
 
 #include "dist/comm.hpp"
 
@@ -60,4 +61,34 @@ TEST(Comm, MpiErrorsBecomeExceptions) {
   float x = 0;
   // An invalid root is an MPI error; with MPI_ERRORS_RETURN it must surface as MpiError.
   EXPECT_THROW(comm.bcast(&x, 1, comm.size() + 5), MpiError);
+}
+
+// The nonblocking allreduce hands back an owned request: wait() completes it, a moved-from
+// request is inactive, and destroying an active one waits (the buffer is complete afterwards).
+TEST(Comm, NonblockingAllreduceOwnsItsRequest) {
+  auto comm = dist::Comm::world();
+  const int n = comm.size();
+  std::vector<float> a(64, 1.0f), b(64, static_cast<float>(comm.rank()));
+  dist::Request ra = comm.iallreduce_sum(a.data(), 64);
+  EXPECT_TRUE(ra.active());
+  dist::Request moved = std::move(ra);
+  EXPECT_FALSE(ra.active());
+  moved.wait();
+  EXPECT_FALSE(moved.active());
+  moved.wait();  // completing twice is a no-op
+  for (float v : a) ASSERT_EQ(v, static_cast<float>(n));
+  { dist::Request rb = comm.iallreduce_sum(b.data(), 64); }  // its destructor waited
+  for (float v : b) ASSERT_EQ(v, static_cast<float>(n * (n - 1) / 2));
+}
+
+TEST(Comm, NodeRankCountsTheRanksOfOneNode) {
+  auto comm = dist::Comm::world();
+  const int local = comm.node_rank();
+  EXPECT_GE(local, 0);
+  EXPECT_LT(local, comm.size());
+  // The test job runs on one machine: the node-local ranks are 0..size-1, each once.
+  std::vector<int> all(static_cast<std::size_t>(comm.size()));
+  comm.allgather(&local, 1, all.data());
+  std::sort(all.begin(), all.end());
+  for (int r = 0; r < comm.size(); ++r) EXPECT_EQ(all[static_cast<std::size_t>(r)], r);
 }
