@@ -12,6 +12,7 @@
 #include "core/file.hpp"
 #include "core/rng.hpp"
 #include "dist/grad.hpp"
+#include "rollout/replay.hpp"
 
 namespace marlsched {
 
@@ -62,35 +63,7 @@ void DqnConfig::validate() const {
   MARLSCHED_REQUIRE(rollout_steps >= 1, "--dqn-rollout-steps must be >= 1");
 }
 
-namespace {
-
-/// A ring buffer of transitions (s, a, r, terminated, s').
-struct Replay {
-  int cap = 0, dim = 0, size = 0, head = 0;
-  std::vector<float> x, x2, r, term;
-  std::vector<std::int64_t> a;
-  void init(int capacity, int width) {
-    cap = capacity;
-    dim = width;
-    x.assign(static_cast<std::size_t>(cap) * static_cast<std::size_t>(dim), 0.f);
-    x2.assign(x.size(), 0.f);
-    r.assign(static_cast<std::size_t>(cap), 0.f);
-    term.assign(r.size(), 0.f);
-    a.assign(r.size(), 0);
-  }
-  void push(const float* s, std::int64_t act, float rew, bool terminated, const float* s2) {
-    const auto off = static_cast<std::size_t>(head) * static_cast<std::size_t>(dim);
-    std::copy(s, s + dim, x.begin() + static_cast<std::ptrdiff_t>(off));
-    std::copy(s2, s2 + dim, x2.begin() + static_cast<std::ptrdiff_t>(off));
-    a[static_cast<std::size_t>(head)] = act;
-    r[static_cast<std::size_t>(head)] = rew;
-    term[static_cast<std::size_t>(head)] = terminated ? 1.f : 0.f;
-    head = (head + 1) % cap;
-    size = std::min(size + 1, cap);
-  }
-};
-
-}  // namespace
+namespace {}  // namespace
 
 struct Dqn::Impl {
   DqnConfig cfg;
@@ -101,7 +74,7 @@ struct Dqn::Impl {
   std::vector<nn::Mlp> online, target;
   std::vector<std::unique_ptr<torch::optim::Adam>> opt;
   std::vector<dist::GradBucket> grads;  // per network; averaged over ranks when shared
-  std::vector<Replay> replay;           // one per network
+  std::vector<rollout::Replay> replay;  // one per network
   Rng explore_rng, sample_rng;
   bool training = true, deterministic = false;
   std::int64_t env_steps = 0, grad_steps = 0;
@@ -199,8 +172,10 @@ struct Dqn::Impl {
   void finish_pending(const std::vector<float>& x2) {
     for (std::size_t r = 0; r < pending.size(); ++r) {
       if (!pending[r]) continue;
+      const std::int64_t act = pend_a[r];
+      const float rew = pend_r[r];
       replay[static_cast<std::size_t>(net_of(static_cast<int>(r)))].push(
-          pend_x.data() + r * static_cast<std::size_t>(in), pend_a[r], pend_r[r], false,
+          pend_x.data() + r * static_cast<std::size_t>(in), &act, &rew, false,
           x2.data() + r * static_cast<std::size_t>(in));
       pending[r] = 0;
     }
@@ -296,8 +271,9 @@ void Dqn::record(const StepFeedback& fb) {
       nn::agent_input(fb.terminal[static_cast<std::size_t>(c)], m.pub, m.first + r % m.k,
                       x2.data());
       const bool terminated = !fb.truncated[static_cast<std::size_t>(c)];
-      m.replay[static_cast<std::size_t>(m.net_of(r))].push(x, m.last_act[ru], fb.reward[ru],
-                                                           terminated, x2.data());
+      const std::int64_t act = m.last_act[ru];
+      m.replay[static_cast<std::size_t>(m.net_of(r))].push(x, &act, &fb.reward[ru], terminated,
+                                                           x2.data());
     } else {
       std::copy(x, x + m.in, m.pend_x.begin() + static_cast<std::ptrdiff_t>(ru) * m.in);
       m.pend_a[ru] = m.last_act[ru];
@@ -323,19 +299,21 @@ UpdateStats Dqn::update(const PolicyInput& last) {
   const bool ready = m.replay[0].size >= m.cfg.warmup;  // same on every rank (lockstep)
   for (int u = 0; ready && u < m.cfg.updates; ++u) {
     for (std::size_t i = 0; i < m.online.size(); ++i) {
-      const Replay& rb = m.replay[i];
+      const rollout::Replay& rb = m.replay[i];
       for (int b = 0; b < B; ++b) {
         const auto j =
             static_cast<std::size_t>(m.sample_rng.below(static_cast<std::uint64_t>(rb.size)));
         const auto src = j * static_cast<std::size_t>(m.in);
-        std::copy(rb.x.begin() + static_cast<std::ptrdiff_t>(src),
-                  rb.x.begin() + static_cast<std::ptrdiff_t>(src + static_cast<std::size_t>(m.in)),
-                  bx.begin() + static_cast<std::ptrdiff_t>(b) * m.in);
-        std::copy(rb.x2.begin() + static_cast<std::ptrdiff_t>(src),
-                  rb.x2.begin() + static_cast<std::ptrdiff_t>(src + static_cast<std::size_t>(m.in)),
-                  bx2.begin() + static_cast<std::ptrdiff_t>(b) * m.in);
-        ba[static_cast<std::size_t>(b)] = rb.a[j];
-        br[static_cast<std::size_t>(b)] = rb.r[j];
+        std::copy(
+            rb.obs.begin() + static_cast<std::ptrdiff_t>(src),
+            rb.obs.begin() + static_cast<std::ptrdiff_t>(src + static_cast<std::size_t>(m.in)),
+            bx.begin() + static_cast<std::ptrdiff_t>(b) * m.in);
+        std::copy(
+            rb.next_obs.begin() + static_cast<std::ptrdiff_t>(src),
+            rb.next_obs.begin() + static_cast<std::ptrdiff_t>(src + static_cast<std::size_t>(m.in)),
+            bx2.begin() + static_cast<std::ptrdiff_t>(b) * m.in);
+        ba[static_cast<std::size_t>(b)] = rb.actions[j];
+        br[static_cast<std::size_t>(b)] = rb.rewards[j];
         bt[static_cast<std::size_t>(b)] = rb.term[j];
       }
       const double t0 = now();
@@ -421,20 +399,20 @@ void Dqn::save(std::ostream& out) const {
     ar.write("target" + id, t);
     m.opt[i]->save(o);
     ar.write("opt" + id, o);
-    const Replay& rb = m.replay[i];
+    const rollout::Replay& rb = m.replay[i];
     const auto rows = static_cast<std::int64_t>(rb.size);
     auto part = [&](const std::vector<float>& v, std::int64_t w) {
       return torch::from_blob(const_cast<float*>(v.data()), {rows, w}, torch::kFloat32).clone();
     };
     ar.write("replay_pos" + id, torch::tensor({static_cast<std::int64_t>(rb.size),
                                                static_cast<std::int64_t>(rb.head)}));
-    ar.write("replay_x" + id, part(rb.x, m.in));
-    ar.write("replay_x2" + id, part(rb.x2, m.in));
-    ar.write("replay_r" + id, part(rb.r, 1));
+    ar.write("replay_x" + id, part(rb.obs, m.in));
+    ar.write("replay_x2" + id, part(rb.next_obs, m.in));
+    ar.write("replay_r" + id, part(rb.rewards, 1));
     ar.write("replay_term" + id, part(rb.term, 1));
-    ar.write(
-        "replay_a" + id,
-        torch::from_blob(const_cast<std::int64_t*>(rb.a.data()), {rows}, torch::kInt64).clone());
+    ar.write("replay_a" + id,
+             torch::from_blob(const_cast<std::int64_t*>(rb.actions.data()), {rows}, torch::kInt64)
+                 .clone());
   }
   // No transition is waiting for its next state here (update() completed them), but the last
   // act() is kept: a learner that records less often than it acts (tsdqn's long head) may save
@@ -505,7 +483,7 @@ void Dqn::load_impl(std::istream& in, const std::string& path) {
     ar.read("replay_term" + id, term);
     ar.read("replay_a" + id, a);
     for (auto* t : {&pos, &x, &x2, &r, &term, &a}) *t = nn::host(*t);
-    Replay& rb = m.replay[i];
+    rollout::Replay& rb = m.replay[i];
     const auto size = pos[0].item<std::int64_t>(), head = pos[1].item<std::int64_t>();
     MARLSCHED_REQUIRE(size >= 0 && size <= rb.cap && head >= 0 && head < rb.cap &&
                           x.numel() == size * m.in && x2.numel() == size * m.in &&
@@ -513,11 +491,11 @@ void Dqn::load_impl(std::istream& in, const std::string& path) {
                       "model '" << path << "': replay buffer does not fit --dqn-buffer " << rb.cap);
     rb.size = static_cast<int>(size);
     rb.head = static_cast<int>(head);
-    std::copy(x.data_ptr<float>(), x.data_ptr<float>() + x.numel(), rb.x.begin());
-    std::copy(x2.data_ptr<float>(), x2.data_ptr<float>() + x2.numel(), rb.x2.begin());
-    std::copy(r.data_ptr<float>(), r.data_ptr<float>() + size, rb.r.begin());
+    std::copy(x.data_ptr<float>(), x.data_ptr<float>() + x.numel(), rb.obs.begin());
+    std::copy(x2.data_ptr<float>(), x2.data_ptr<float>() + x2.numel(), rb.next_obs.begin());
+    std::copy(r.data_ptr<float>(), r.data_ptr<float>() + size, rb.rewards.begin());
     std::copy(term.data_ptr<float>(), term.data_ptr<float>() + size, rb.term.begin());
-    std::copy(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + size, rb.a.begin());
+    std::copy(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + size, rb.actions.begin());
   }
   std::fill(m.pending.begin(), m.pending.end(), 0);
   torch::Tensor lx, la;

@@ -13,6 +13,7 @@
 #include "core/file.hpp"
 #include "core/rng.hpp"
 #include "dist/grad.hpp"
+#include "rollout/replay.hpp"
 
 namespace marlsched {
 
@@ -62,35 +63,6 @@ void MasacConfig::validate() const {
 
 namespace {
 
-/// Ring buffer of (global obs, joint action, local rewards, terminated, next global obs).
-struct Replay {
-  int cap = 0, obs = 0, n = 0, k = 0, size = 0, head = 0;
-  std::vector<float> s, s2, r, term;
-  std::vector<std::int64_t> a;
-  void init(int capacity, int obs_width, int agents, int local) {
-    cap = capacity;
-    obs = obs_width;
-    n = agents;
-    k = local;
-    s.assign(static_cast<std::size_t>(cap) * static_cast<std::size_t>(obs), 0.f);
-    s2.assign(s.size(), 0.f);
-    r.assign(static_cast<std::size_t>(cap) * static_cast<std::size_t>(k), 0.f);
-    term.assign(static_cast<std::size_t>(cap), 0.f);
-    a.assign(static_cast<std::size_t>(cap) * static_cast<std::size_t>(n), 0);
-  }
-  void push(const float* gs, const std::int64_t* joint, const float* rew, bool terminated,
-            const float* gs2) {
-    const auto h = static_cast<std::size_t>(head);
-    std::copy(gs, gs + obs, s.begin() + static_cast<std::ptrdiff_t>(h * obs));
-    std::copy(gs2, gs2 + obs, s2.begin() + static_cast<std::ptrdiff_t>(h * obs));
-    std::copy(joint, joint + n, a.begin() + static_cast<std::ptrdiff_t>(h * n));
-    std::copy(rew, rew + k, r.begin() + static_cast<std::ptrdiff_t>(h * k));
-    term[h] = terminated ? 1.f : 0.f;
-    head = (head + 1) % cap;
-    size = std::min(size + 1, cap);
-  }
-};
-
 template <typename T>
 torch::Tensor saved(const std::vector<T>& v, torch::ScalarType type) {
   return torch::from_blob(const_cast<T*>(v.data()), {static_cast<std::int64_t>(v.size())}, type)
@@ -118,7 +90,7 @@ struct Masac::Impl {
   std::unique_ptr<torch::optim::Adam> opt_actor, opt_critic, opt_alpha;
   dist::GradBucket g_actor, g_critic, g_alpha;
   double target_h;
-  Replay replay;
+  rollout::Replay replay;  ///< entries: global state, joint action, local rewards
   Rng explore_rng, sample_rng;
   bool training = true, deterministic = false;
   std::int64_t grad_steps = 0;
@@ -396,19 +368,19 @@ UpdateStats Masac::update(const PolicyInput& last) {
   std::vector<std::int64_t> ba(static_cast<std::size_t>(B * m.n)), bi(static_cast<std::size_t>(B));
   const bool ready = m.replay.size >= m.cfg.warmup;  // same on every rank (lockstep)
   for (int u = 0; ready && u < m.cfg.updates; ++u) {
-    const Replay& rb = m.replay;
+    const rollout::Replay& rb = m.replay;
     for (int b = 0; b < B; ++b) {
       const auto j =
           static_cast<std::size_t>(m.sample_rng.below(static_cast<std::uint64_t>(rb.size)));
       const auto kk = static_cast<std::size_t>(m.sample_rng.below(static_cast<std::uint64_t>(m.k)));
       const auto bu = static_cast<std::size_t>(b);
-      std::copy_n(rb.s.begin() + static_cast<std::ptrdiff_t>(j * m.gw), m.gw,
+      std::copy_n(rb.obs.begin() + static_cast<std::ptrdiff_t>(j * m.gw), m.gw,
                   bs.begin() + static_cast<std::ptrdiff_t>(bu * m.gw));
-      std::copy_n(rb.s2.begin() + static_cast<std::ptrdiff_t>(j * m.gw), m.gw,
+      std::copy_n(rb.next_obs.begin() + static_cast<std::ptrdiff_t>(j * m.gw), m.gw,
                   bs2.begin() + static_cast<std::ptrdiff_t>(bu * m.gw));
-      std::copy_n(rb.a.begin() + static_cast<std::ptrdiff_t>(j * m.n), m.n,
+      std::copy_n(rb.actions.begin() + static_cast<std::ptrdiff_t>(j * m.n), m.n,
                   ba.begin() + static_cast<std::ptrdiff_t>(bu * m.n));
-      br[bu] = rb.r[j * static_cast<std::size_t>(m.k) + kk];
+      br[bu] = rb.rewards[j * static_cast<std::size_t>(m.k) + kk];
       bt[bu] = rb.term[j];
       bi[bu] = m.first + static_cast<std::int64_t>(kk);
     }
@@ -553,14 +525,14 @@ void Masac::save(const std::string& path) const {
     opt->save(a);
     ar.write(name, a);
   }
-  const Replay& rb = m.replay;
+  const rollout::Replay& rb = m.replay;
   ar.write("replay_pos",
            torch::tensor({static_cast<std::int64_t>(rb.size), static_cast<std::int64_t>(rb.head)}));
-  ar.write("replay_s", saved(rb.s, torch::kFloat32));
-  ar.write("replay_s2", saved(rb.s2, torch::kFloat32));
-  ar.write("replay_r", saved(rb.r, torch::kFloat32));
+  ar.write("replay_s", saved(rb.obs, torch::kFloat32));
+  ar.write("replay_s2", saved(rb.next_obs, torch::kFloat32));
+  ar.write("replay_r", saved(rb.rewards, torch::kFloat32));
   ar.write("replay_term", saved(rb.term, torch::kFloat32));
-  ar.write("replay_a", saved(rb.a, torch::kInt64));
+  ar.write("replay_a", saved(rb.actions, torch::kInt64));
   // update() completed every waiting transition; the last act() is kept for a save between an
   // act() and its record().
   ar.write("last_g", saved(m.last_g, torch::kFloat32));
@@ -616,7 +588,7 @@ void Masac::load(const std::string& path) {
     torch::Tensor pos, s, s2, r, term, a;
     ar.read("replay_pos", pos);
     pos = nn::host(pos);
-    Replay& rb = m.replay;
+    rollout::Replay& rb = m.replay;
     const auto size = pos[0].item<std::int64_t>(), head = pos[1].item<std::int64_t>();
     MARLSCHED_REQUIRE(size >= 0 && size <= rb.cap && head >= 0 && head < rb.cap,
                       "model '" << path << "': replay buffer does not fit --sac-buffer " << rb.cap);
@@ -625,11 +597,11 @@ void Masac::load(const std::string& path) {
     ar.read("replay_r", r);
     ar.read("replay_term", term);
     ar.read("replay_a", a);
-    restore(s, rb.s, "replay buffer", path);
-    restore(s2, rb.s2, "replay buffer", path);
-    restore(r, rb.r, "replay buffer", path);
+    restore(s, rb.obs, "replay buffer", path);
+    restore(s2, rb.next_obs, "replay buffer", path);
+    restore(r, rb.rewards, "replay buffer", path);
     restore(term, rb.term, "replay buffer", path);
-    restore(a, rb.a, "replay buffer", path);
+    restore(a, rb.actions, "replay buffer", path);
     rb.size = static_cast<int>(size);
     rb.head = static_cast<int>(head);
     std::fill(m.pending.begin(), m.pending.end(), 0);
