@@ -12,7 +12,7 @@
 
 #include "agents/dqn/dqn.hpp"
 #include "agents/es/es.hpp"
-#include "agents/learner.hpp"
+#include "core/learner.hpp"
 #include "agents/mappo/mappo.hpp"
 #include "agents/masac/masac.hpp"
 #include "agents/tsdqn/tsdqn.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/policy.hpp"
+#include "core/policy.hpp"
 #include "core/error.hpp"
 
 namespace marlsched::test {

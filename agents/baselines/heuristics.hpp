@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/policy.hpp"
+#include "core/policy.hpp"
 #include "core/rng.hpp"
 
 namespace marlsched {

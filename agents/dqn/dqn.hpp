@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/learner.hpp"
+#include "core/learner.hpp"
 #include "core/options.hpp"
 #include "dist/comm.hpp"
 

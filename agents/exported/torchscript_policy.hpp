@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "agents/policy.hpp"
+#include "core/policy.hpp"
 
 namespace marlsched {
 

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "agents/dqn/dqn.hpp"
-#include "agents/learner.hpp"
+#include "core/learner.hpp"
 
 namespace marlsched {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/policy.hpp"
+#include "core/policy.hpp"
 #include "core/env.hpp"
 #include "dist/comm.hpp"
 

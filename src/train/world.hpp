@@ -14,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-#include "agents/policy.hpp"
+#include "core/policy.hpp"
 #include "core/env.hpp"
 #include "dist/comm.hpp"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "agents/exported/torchscript_policy.hpp"
-#include "agents/learner.hpp"
+#include "core/learner.hpp"
 #include "core/rng.hpp"
 #include "test_util.hpp"
 

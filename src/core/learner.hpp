@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/policy.hpp"
+#include "core/policy.hpp"
 
 namespace marlsched {
 
