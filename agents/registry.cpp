@@ -80,7 +80,7 @@ LearnerEntry mappo_family(const std::string& name, bool central_critic,
           description,
           [central_critic](const LearnerConfigs& c) {
             c.mappo.validate();
-            MARLSCHED_REQUIRE(central_critic || c.mappo.critic == "concat",
+            MARLSCHED_REQUIRE(central_critic || c.mappo.critic_kind() == CriticKind::kConcat,
                               "--critic " << c.mappo.critic
                                           << ": IPPO's critics are decentralized (each sees its "
                                              "own actor's input); use --algo mappo");

@@ -71,6 +71,19 @@ void MappoConfig::bind(OptionBinder& b) {
   b.add("imitate-coef", imitate_coef, "initial weight of the imitation loss");
 }
 
+ActorKind MappoConfig::actor_kind() const {
+  if (actor == "mlp") return ActorKind::kMlp;
+  if (actor == "targets") return ActorKind::kTargets;
+  MARLSCHED_THROW(ConfigError, "--actor must be mlp or targets, got '" << actor << "'");
+}
+
+CriticKind MappoConfig::critic_kind() const {
+  if (critic == "concat") return CriticKind::kConcat;
+  if (critic == "pooled") return CriticKind::kPooled;
+  if (critic == "local") return CriticKind::kLocal;  // IPPO's (agents/registry.cpp sets it)
+  MARLSCHED_THROW(ConfigError, "--critic must be concat or pooled, got '" << critic << "'");
+}
+
 void MappoConfig::validate() const {
   require_learning_rate(lr_actor, "lr-actor");
   require_learning_rate(lr_critic, "lr-critic");
@@ -88,10 +101,8 @@ void MappoConfig::validate() const {
                     "--actor-hidden and --critic-hidden need at least one layer");
   for (int h : actor_hidden) MARLSCHED_REQUIRE(h > 0, "--actor-hidden sizes must be positive");
   for (int h : critic_hidden) MARLSCHED_REQUIRE(h > 0, "--critic-hidden sizes must be positive");
-  MARLSCHED_REQUIRE(actor == "mlp" || actor == "targets",
-                    "--actor must be mlp or targets, got '" << actor << "'");
-  MARLSCHED_REQUIRE(critic == "concat" || critic == "pooled" || critic == "local",
-                    "--critic must be concat or pooled, got '" << critic << "'");
+  actor_kind();
+  critic_kind();
   MARLSCHED_REQUIRE(critic_embed >= 1, "--critic-embed must be >= 1, got " << critic_embed);
   MARLSCHED_REQUIRE(team_reward >= 0 && team_reward <= 1, "--team-reward must be in [0, 1]");
   MARLSCHED_REQUIRE(rollout_steps >= 1, "--rollout-steps must be >= 1");
@@ -104,7 +115,7 @@ void MappoConfig::validate() const {
 }
 
 void MappoConfig::check_env(const EnvSpec& spec) const {
-  MARLSCHED_REQUIRE(actor != "targets" || spec.num_targets() > 0,
+  MARLSCHED_REQUIRE(actor_kind() != ActorKind::kTargets || spec.num_targets() > 0,
                     "--actor targets needs an env with a targeted action space (geodc); '"
                         << spec.name << "' has none: use --actor mlp");
   if (!imitate.empty()) make_heuristic(imitate, spec, 0);  // a baseline of this env
@@ -119,10 +130,11 @@ struct Mappo::Impl {
   EnvSpec spec;
   const dist::Comm& comm;
   torch::Device dev;
-  int n, first, k, e, d, pub, na, ain, cin;
+  int n, first, k, e, d, pub, na;
   bool pooled;  // --critic pooled: critic_enc embeds each agent's observation, critic is the head
   bool local;   // IPPO (--critic local): the critic reads the actor's input
   bool per_target;  // --actor targets: each actor scores (own observation, target row) pairs
+  int ain, cin;     // the actor's and the critic's input widths (from the kinds above)
   mutable bool pool_checked = false;  // pool() has verified that the ranks hold all n agents
   Mlp critic_enc{nullptr};
   std::vector<Mlp> actors;
@@ -178,18 +190,18 @@ struct Mappo::Impl {
         d(sp.obs_dim()),
         pub(sp.num_public),
         na(sp.num_actions()),
-        ain(cf.actor == "targets" ? nn::target_input_dim(sp) : nn::agent_input_dim(sp, num_agents)),
-        cin(cf.critic == "local"    ? ain
-            : cf.critic == "pooled" ? (cf.actor == "targets" ? ain : d)
-                                    : d * num_agents + num_agents),
-        pooled(cf.critic == "pooled"),
-        local(cf.critic == "local"),
-        per_target(cf.actor == "targets"),
+        pooled(cf.critic_kind() == CriticKind::kPooled),
+        local(cf.critic_kind() == CriticKind::kLocal),
+        per_target(cf.actor_kind() == ActorKind::kTargets),
+        ain(per_target ? nn::target_input_dim(sp) : nn::agent_input_dim(sp, num_agents)),
+        cin(local    ? ain
+            : pooled ? (per_target ? ain : d)
+                     : d * num_agents + num_agents),
         sample_rng(derive_seed(seed, {0xAC7, static_cast<std::uint64_t>(cm.rank())})),
         // The pooled critic's minibatches are whole (step, copy) groups, the same on every rank
         // (update()), so its shuffle does not depend on the rank.
-        shuffle_rng(derive_seed(
-            seed, {0x5F1, cf.critic == "pooled" ? ~0ULL : static_cast<std::uint64_t>(cm.rank())})) {
+        shuffle_rng(
+            derive_seed(seed, {0x5F1, pooled ? ~0ULL : static_cast<std::uint64_t>(cm.rank())})) {
     cfg.check_env(sp);
     if (!cfg.imitate.empty())
       teacher = make_heuristic(cfg.imitate, sp, derive_seed(seed, {0x7EAC}));

@@ -28,6 +28,11 @@
 
 namespace marlsched {
 
+/// The kinds of actor and critic that --actor and --critic name (MappoConfig::actor_kind and
+/// critic_kind read the option strings; the learner branches on these, not on strings).
+enum class ActorKind { kMlp, kTargets };
+enum class CriticKind { kConcat, kPooled, kLocal };
+
 struct MappoConfig {
   double lr_actor = 5e-4;
   double lr_critic = 5e-4;
@@ -84,6 +89,9 @@ struct MappoConfig {
 
   void bind(OptionBinder& b);
   void validate() const;
+  /// --actor and --critic as kinds; throw ConfigError for another name.
+  ActorKind actor_kind() const;
+  CriticKind critic_kind() const;
   /// What the env must offer (--actor targets: a targeted action space); throws ConfigError.
   void check_env(const EnvSpec& spec) const;
 };
