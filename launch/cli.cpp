@@ -369,9 +369,8 @@ void export_policy(const std::string& run_dir, const std::string& out, bool with
 /// The resolved config as the run records it (config.toml, the trajectory files): the options,
 /// then how the env read its input files, as comments (not options; the fingerprint that a
 /// resume checks skips comments).
-std::string config_record(const Command& cmd, const EnvFactory& factory) {
+std::string config_record(const Command& cmd, const std::vector<std::string>& notes) {
   std::string text = cmd.binder->to_toml();
-  const auto notes = factory.input_notes();
   if (!notes.empty()) text += "\n# Input files as read (not options):\n";
   for (const auto& note : notes) text += "# " + note + "\n";
   return text;
@@ -379,6 +378,7 @@ std::string config_record(const Command& cmd, const EnvFactory& factory) {
 
 struct Prepared {
   std::unique_ptr<EnvFactory> factory;
+  std::vector<std::string> input_notes;  ///< factory->input_notes(), printed and recorded
 };
 
 /// Phase 1 (no collectives): config file, validation, env data loading. `before_validate` (if
@@ -394,8 +394,9 @@ Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner,
   ec.validate(n);
   Prepared p;
   p.factory = entry.make_factory(ec, n);
+  p.input_notes = p.factory->input_notes();
   if (comm.is_root())
-    for (const auto& note : p.factory->input_notes()) std::cout << note << "\n";
+    for (const auto& note : p.input_notes) std::cout << note << "\n";
   if (needs_learner) {
     cmd.learners.check_env(cmd.run.algo, p.factory->spec());
     check_env(cmd.run, p.factory->spec());
@@ -779,7 +780,7 @@ int run(int argc, char** argv, const dist::Comm& comm) {
         std::cerr << "marlsched: resuming from " << resume.checkpoint << "\n";
       comm.barrier();
       const auto summary = train(train_cmd.run, train_cmd.learners, *prep.factory, comm,
-                                 config_record(train_cmd, *prep.factory), resume.checkpoint);
+                                 config_record(train_cmd, prep.input_notes), resume.checkpoint);
       if (summary.stop_signal != 0) return kExitRequeue;
       // A stop signal during the last iteration: training is complete, evaluation is skipped.
       if (train_cmd.run.eval_after && comm.allreduce_max(stop_requested()) == 0)

@@ -237,8 +237,7 @@ void Dqn::act(const PolicyInput& pin, std::vector<int>& actions) {
     } else if (eps > 0) {  // evaluation: the episode's draws, the same at every rank count
       const int c = r / m.k, agent = pin.first_agent + r % m.k;
       if (pin.draw(c, agent, kExploreStream + m.cfg.draw_stream) < eps)
-        a = std::min(m.na - 1, static_cast<int>(
-                                   pin.draw(c, agent, kActionStream + m.cfg.draw_stream) * m.na));
+        a = pin.draw_below(c, agent, kActionStream + m.cfg.draw_stream, m.na);
     }
     const double p = (a == greedy ? 1.0 - eps : 0.0) + eps / m.na;
     actions[static_cast<std::size_t>(r)] = a;

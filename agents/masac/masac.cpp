@@ -203,19 +203,8 @@ struct Masac::Impl {
     const float* q = p.data_ptr<float>();
     const auto rows = p.size(0);
     std::vector<std::int64_t> out(static_cast<std::size_t>(rows));
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const double u = rng.uniform();
-      double acc = 0;
-      int a = na - 1;
-      for (int j = 0; j < na; ++j) {
-        acc += q[r * na + j];
-        if (u < acc) {
-          a = j;
-          break;
-        }
-      }
-      out[static_cast<std::size_t>(r)] = a;
-    }
+    for (std::int64_t r = 0; r < rows; ++r)
+      out[static_cast<std::size_t>(r)] = sample_index(q + r * na, na, rng.uniform(), false);
     return out;
   }
 
