@@ -3,6 +3,8 @@
 # the default config's metrics.csv, eval.csv and eval-episodes.csv, and a short coop run of every
 # learner (tsdqn, which needs two action heads, on lstcb). Usage: bash bench/identical_outputs.sh OLD_MARLSCHED NEW_MARLSCHED [WORK_DIR]
 # (e.g. a build of the previous commit in a git worktree and build/launch/marlsched).
+# OLD_CONFIG=FILE gives the old build its own default config, when the new one has keys it lacks
+# (e.g. `git show OLD_COMMIT:launch/configs/default.toml > old.toml`).
 set -euo pipefail
 OLD=${1:?usage: identical_outputs.sh OLD_BIN NEW_BIN [WORK_DIR]} NEW=${2:?usage: identical_outputs.sh OLD_BIN NEW_BIN [WORK_DIR]}
 WORK=${3:-$(mktemp -d)}
@@ -24,9 +26,9 @@ same() {
   done
 }
 for which in old new; do
-  bin=$OLD
-  [ "$which" = new ] && bin=$NEW
-  mpirun -n 2 "$bin" train --config "$ROOT/launch/configs/default.toml" --agents-per-rank 2 \
+  bin=$OLD config=${OLD_CONFIG:-$ROOT/launch/configs/default.toml}
+  [ "$which" = new ] && bin=$NEW config=$ROOT/launch/configs/default.toml
+  mpirun -n 2 "$bin" train --config "$config" --agents-per-rank 2 \
     --quiet --run-dir "$WORK/$which-default" > "$WORK/$which-default.log"
   for algo in mappo ippo dqn masac maddpg es; do
     mpirun -n 2 "$bin" train --env coop --algo "$algo" --agents-per-rank 2 --iterations 20 \

@@ -1,8 +1,12 @@
 #include "dist/comm.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 namespace marlsched::dist {
 
@@ -20,7 +24,7 @@ Session::Session(int* argc, char*** argv) {
   MPI_Initialized(&init);
   if (!init) {
     int provided = 0;
-    MARLSCHED_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+    MARLSCHED_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     owns_ = true;
   }
 }
@@ -30,6 +34,21 @@ Session::~Session() {
   int fin = 0;
   MPI_Finalized(&fin);
   if (!fin) MPI_Finalize();
+}
+
+bool thread_multiple() {
+  int init = 0, fin = 0, level = MPI_THREAD_SINGLE;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (!init || fin) return false;
+  MPI_Query_thread(&level);
+  return level >= MPI_THREAD_MULTIPLE;
+}
+
+Comm Comm::dup() const {
+  MPI_Comm c = MPI_COMM_NULL;
+  MARLSCHED_MPI_CHECK(MPI_Comm_dup(comm_, &c));
+  return Comm(c, true);
 }
 
 Comm Comm::world() {
@@ -68,6 +87,29 @@ Comm& Comm::operator=(Comm&& o) noexcept {
     o.owned_ = false;
   }
   return *this;
+}
+
+double Comm::cores_per_rank() const {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) return 1.0;
+  MPI_Comm node = MPI_COMM_NULL;
+  MARLSCHED_MPI_CHECK(
+      MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+  int n = 1;
+  int rc = MPI_Comm_size(node, &n);
+  std::vector<cpu_set_t> all(static_cast<std::size_t>(n));
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node);
+  MPI_Comm_free(&node);
+  MARLSCHED_MPI_CHECK(rc);
+  int sharing = 0;
+  for (auto& other : all) {
+    cpu_set_t both;
+    CPU_AND(&both, &mine, &other);
+    sharing += CPU_COUNT(&both) > 0 ? 1 : 0;
+  }
+  return static_cast<double>(CPU_COUNT(&mine)) / std::max(1, sharing);
 }
 
 void Comm::barrier() const {

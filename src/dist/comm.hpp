@@ -51,8 +51,13 @@ inline MPI_Datatype mpi_type<std::uint64_t>() {
   return MPI_UINT64_T;
 }
 
-/// Initialises MPI (MPI_THREAD_FUNNELED) on construction and finalises it on destruction, unless
-/// MPI was already initialised by someone else. Also sets libtorch-free process defaults.
+/// Initialises MPI on construction and finalises it on destruction, unless MPI was already
+/// initialised by someone else. It asks for MPI_THREAD_MULTIPLE, which the trajectory writer's
+/// background thread needs (it makes MPI-IO calls while the training thread makes collectives);
+/// with less, that writer runs on the training thread. Also sets libtorch-free process defaults.
+/// Whether MPI was initialised with MPI_THREAD_MULTIPLE: any thread may call MPI at any time.
+bool thread_multiple();
+
 class Session {
  public:
   Session(int* argc, char*** argv);
@@ -110,9 +115,17 @@ class Comm {
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
 
+  /// Collective: a new communicator over the same ranks (MPI_Comm_dup), for traffic that must
+  /// not mix with this one's, e.g. from another thread.
+  Comm dup() const;
+
   int rank() const { return rank_; }
   /// This rank's index among the ranks on its node (MPI_COMM_TYPE_SHARED); collective.
   int node_rank() const;
+  /// Collective: the CPUs this rank may run on (its affinity mask) divided by the ranks of its
+  /// node whose masks share any of them. 1 for ranks bound to one core each; 0.5 for four
+  /// unbound ranks on two cores.
+  double cores_per_rank() const;
   int size() const { return size_; }
   bool is_root() const { return rank_ == 0; }
   MPI_Comm raw() const { return comm_; }

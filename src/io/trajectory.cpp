@@ -1,123 +1,27 @@
 #include "io/trajectory.hpp"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iomanip>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "core/blas.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "io/h5.hpp"
+#include "io/trajectory_layout.hpp"
 
 namespace fs = std::filesystem;
 
 namespace marlsched {
 
-namespace {
-
-constexpr const char* kFormat = "marlsched-trajectories";
-constexpr std::int64_t kFormatVersion = 1;
-
-enum class Scope { Agent, World, Row };
-enum class Type { F32, I32, I64, U8 };
-/// The trailing dimension of per-agent data: none, the observation size, the component count.
-enum class Inner { None, ObsDim, Components };
-using Bytes = std::pair<const void*, std::size_t>;
-
-template <class T>
-Bytes bytes_of(const std::vector<T>& v) {
-  return {v.data(), v.size() * sizeof(T)};
-}
-
-/// One dataset of the layout, and where its data is in a TrajStep.
-struct FieldDef {
-  const char* name;  ///< as named in TrajConfig::fields
-  const char* path;  ///< inside the file
-  Scope scope;
-  Type type;
-  Inner inner;
-  bool optional;
-  Bytes (*step)(const TrajStep&);
-  const char* description;
-};
-
-const std::vector<FieldDef>& field_defs() {
-  using S = Scope;
-  using T = Type;
-  using I = Inner;
-  static const std::vector<FieldDef> defs = {
-      {"observations", "observations", S::Agent, T::F32, I::ObsDim, true,
-       [](const TrajStep& s) { return bytes_of(s.observations); },
-       "o_t of each agent before it acts; [step, world, agent, obs_dim]"},
-      {"next_observations", "next_observations", S::Agent, T::F32, I::ObsDim, true,
-       [](const TrajStep& s) { return bytes_of(s.next_observations); },
-       "o_{t+1}; at an episode end the terminal observation, not the next episode's first"},
-      {"actions", "actions", S::Agent, T::I32, I::None, true,
-       [](const TrajStep& s) { return bytes_of(s.actions); },
-       "a_t, index into the attribute action_names"},
-      {"rewards", "rewards", S::Agent, T::F32, I::None, true,
-       [](const TrajStep& s) { return bytes_of(s.rewards); },
-       "r_t: the env's reward of each agent (training mixes in the team reward, see config)"},
-      {"log_probs", "log_probs", S::Agent, T::F32, I::None, true,
-       [](const TrajStep& s) { return bytes_of(s.log_probs); },
-       "log pi(a_t | o_t) of the behaviour policy"},
-      {"values", "values", S::Agent, T::F32, I::None, true,
-       [](const TrajStep& s) { return bytes_of(s.values); },
-       "V(s_t, agent) of the critic, denormalised"},
-      {"reward_components", "infos/reward_components", S::Agent, T::F32, I::Components, true,
-       [](const TrajStep& s) { return bytes_of(s.reward_components); },
-       "r_t's components, names in the attribute 'names'; [step, world, agent, component]"},
-      {"terminations", "terminations", S::World, T::U8, I::None, false,
-       [](const TrajStep& s) { return bytes_of(s.terminations); },
-       "1 where the MDP reached a terminal state at this step"},
-      {"truncations", "truncations", S::World, T::U8, I::None, false,
-       [](const TrajStep& s) { return bytes_of(s.truncations); },
-       "1 where the episode was cut by its time limit at this step (not a terminal state)"},
-      {"episode_ids", "infos/episode_ids", S::World, T::I64, I::None, false,
-       [](const TrajStep& s) { return bytes_of(s.episode_ids); },
-       "run-wide episode id: episode number of the world * worlds + world"},
-      {"episode_steps", "infos/episode_steps", S::World, T::I32, I::None, false,
-       [](const TrajStep& s) { return bytes_of(s.episode_steps); },
-       "step index t within the episode"},
-      {"iterations", "infos/iterations", S::Row, T::I32, I::None, false,
-       [](const TrajStep& s) {
-         return Bytes{&s.iteration, sizeof s.iteration};
-       },
-       "training iteration of the row"},
-  };
-  return defs;
-}
-
-hid_t mem_type(Type t) {
-  switch (t) {
-    case Type::I32:
-      return H5T_NATIVE_INT32;
-    case Type::I64:
-      return H5T_NATIVE_INT64;
-    case Type::U8:
-      return H5T_NATIVE_UINT8;
-    default:
-      return H5T_NATIVE_FLOAT;
-  }
-}
-hid_t file_type(Type t) {
-  switch (t) {
-    case Type::I32:
-      return H5T_STD_I32LE;
-    case Type::I64:
-      return H5T_STD_I64LE;
-    case Type::U8:
-      return H5T_STD_U8LE;
-    default:
-      return H5T_IEEE_F32LE;
-  }
-}
-
-}  // namespace
+using namespace traj_layout;
 
 const std::vector<std::string>& traj_optional_fields() {
   static const std::vector<std::string> names = [] {
@@ -141,6 +45,9 @@ void TrajConfig::bind(OptionBinder& b) {
   b.add("traj-level", level, "deflate level (1-9)");
   b.add("traj-shuffle", shuffle, "byte-shuffle chunks before deflate");
   b.add("traj-chunk-steps", chunk_steps, "rows per HDF5 chunk (0: the rollout length)");
+  b.add("traj-writer", writer,
+        "who writes and compresses: thread (a background thread per rank), inline (the training "
+        "thread) or auto (the thread where the rank has a spare core)");
 }
 
 void TrajConfig::validate() const {
@@ -158,6 +65,8 @@ void TrajConfig::validate() const {
       compression == "deflate" || compression == "szip" || compression == "none",
       "--traj-compression must be deflate, szip or none, got '" << compression << "'");
   MARLSCHED_REQUIRE(level >= 1 && level <= 9, "--traj-level must be in 1..9, got " << level);
+  MARLSCHED_REQUIRE(writer == "auto" || writer == "thread" || writer == "inline",
+                    "--traj-writer must be auto, thread or inline, got '" << writer << "'");
   MARLSCHED_REQUIRE(chunk_steps >= 0, "--traj-chunk-steps must be >= 0, got " << chunk_steps);
 }
 
@@ -174,21 +83,36 @@ struct TrajectoryWriter::Impl {
     std::vector<hsize_t> local;  ///< one step of this rank: [W, K, inner] / [W] / []
     std::size_t step_bytes = 0;
     h5::Id dataset;
-    std::vector<std::byte> buffer;
+    std::vector<std::byte> buffer;   ///< rows appended since the last hand-off
+    std::vector<std::byte> pending;  ///< rows handed to the writer, written by the next job
   };
-  const dist::Comm& comm;
+  /// The writer's own communicator (a dup of the run's), so that its collectives — run on the
+  /// background thread — never mix with the training thread's.
+  dist::Comm comm;
   TrajConfig cfg;
   TrajMeta meta;
   std::string path;
   h5::Id file;
   h5::Id dxpl;
   std::vector<Field> fields;
-  std::int64_t rows = 0, buffered = 0;
-  double seconds = 0;
+  std::int64_t rows = 0;      ///< rows handed to the writer (training thread)
+  std::int64_t buffered = 0;  ///< rows in `buffer` (training thread)
+  double seconds = 0;         ///< training thread's time in append/flush/close
   bool closed = false;
 
+  // One job at a time, double buffered: the training thread fills `buffer` while the writer
+  // thread writes `pending`. Everything below is guarded by `mu`.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool job = false, stop = false;
+  std::int64_t job_first = 0, job_rows = 0, rows_on_disk = 0;
+  int job_iteration = 0;
+  double writer_seconds = 0;
+  std::exception_ptr error;
+  std::thread thread;
+
   Impl(const dist::Comm& c, const TrajConfig& cf, std::string p, const TrajMeta& m)
-      : comm(c), cfg(cf), meta(m), path(std::move(p)) {}
+      : comm(c.dup()), cfg(cf), meta(m), path(std::move(p)) {}
 
   /// Global dims of a field with `steps` rows.
   std::vector<hsize_t> global_dims(const Field& f, hsize_t steps) const {
@@ -324,67 +248,162 @@ struct TrajectoryWriter::Impl {
     h5::write_attr(r, "complete", std::int64_t{0});
   }
 
-  void write_field(Field& f) {
-    const auto dims = global_dims(f, static_cast<hsize_t>(rows + buffered));
+  void write_field(Field& f, std::int64_t first, std::int64_t count) {
+    const auto dims = global_dims(f, static_cast<hsize_t>(first + count));
     h5::check(H5Dset_extent(f.dataset.get(), dims.data()),
               std::string("cannot extend ") + f.def->path + " in " + path);
     h5::Id fs = h5::dataset_space(f.dataset.get());
-    auto count = f.local;
-    count.insert(count.begin(), static_cast<hsize_t>(buffered));
-    h5::Id ms = h5::space(count);
+    auto n = f.local;
+    n.insert(n.begin(), static_cast<hsize_t>(count));
+    h5::Id ms = h5::space(n);
     const bool mine = f.def->scope == Scope::Agent || comm.is_root();
     if (mine) {
-      std::vector<hsize_t> start(count.size(), 0);
-      start[0] = static_cast<hsize_t>(rows);
+      std::vector<hsize_t> start(n.size(), 0);
+      start[0] = static_cast<hsize_t>(first);
       if (f.def->scope == Scope::Agent)
         start[2] = static_cast<hsize_t>(meta.agents_per_rank) * static_cast<hsize_t>(comm.rank());
-      h5::check(H5Sselect_hyperslab(fs.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
-                                    nullptr),
-                "H5Sselect_hyperslab");
+      h5::check(
+          H5Sselect_hyperslab(fs.get(), H5S_SELECT_SET, start.data(), nullptr, n.data(), nullptr),
+          "H5Sselect_hyperslab");
     } else {  // world-level data: rank 0 writes it, the others join the collective call
       h5::check(H5Sselect_none(fs.get()), "H5Sselect_none");
       h5::check(H5Sselect_none(ms.get()), "H5Sselect_none");
     }
     h5::check(H5Dwrite(f.dataset.get(), mem_type(f.def->type), ms.get(), fs.get(), dxpl.get(),
-                       f.buffer.data()),
+                       f.pending.data()),
               std::string("cannot write ") + f.def->path + " to " + path);
-    f.buffer.clear();
+    f.pending.clear();
   }
 
-  void flush(int last_iteration) {
-    const double t0 = now();
-    if (buffered > 0) {
-      for (auto& f : fields) write_field(f);
-      rows += buffered;
-      buffered = 0;
-    }
-    h5::write_attr(file.get(), "rows", rows);
+  /// Collective over `comm`: writes the pending rows, updates the row count, H5Fflush, barrier.
+  /// Runs on the writer thread (or on the training thread without one); the only HDF5 calls in
+  /// the process while the thread lives.
+  void write_job(std::int64_t first, std::int64_t count, int last_iteration) {
+    if (count > 0)
+      for (auto& f : fields) write_field(f, first, count);
+    h5::write_attr(file.get(), "rows", first + count);
     h5::write_attr(file.get(), "last_flushed_iteration", static_cast<std::int64_t>(last_iteration));
     h5::check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "cannot flush " + path);
     // Nobody leaves the flush before everyone's data is on its way to disk: a rank that dies
     // later cannot interrupt another rank's half-written flush.
     comm.barrier();
+  }
+
+  void writer_loop() {
+    std::unique_lock lk(mu);
+    for (;;) {
+      cv.wait(lk, [&] { return job || stop; });
+      if (!job) return;
+      const std::int64_t first = job_first, count = job_rows;
+      const int it = job_iteration;
+      lk.unlock();
+      const double t0 = now();
+      std::exception_ptr e;
+      try {
+        write_job(first, count, it);
+      } catch (...) {
+        e = std::current_exception();
+      }
+      const double dt = now() - t0;
+      lk.lock();
+      writer_seconds += dt;
+      if (e)
+        error = e;
+      else
+        rows_on_disk = first + count;
+      job = false;
+      cv.notify_all();
+    }
+  }
+
+  /// Waits until no job is pending; rethrows the writer's error on the training thread.
+  void wait_idle() {
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return !job; });
+    if (error) std::rethrow_exception(error);
+  }
+
+  /// Hands the buffered rows to the writer (after the previous job is done) and, when `durable`
+  /// or without a writer thread, waits until they are on disk.
+  void flush(int last_iteration, bool durable) {
+    const double t0 = now();
+    wait_idle();
+    for (auto& f : fields) f.buffer.swap(f.pending);
+    const std::int64_t first = rows, count = buffered;
+    rows += buffered;
+    buffered = 0;
+    if (thread.joinable()) {
+      {
+        std::lock_guard lk(mu);
+        job = true;
+        job_first = first;
+        job_rows = count;
+        job_iteration = last_iteration;
+      }
+      cv.notify_all();
+      if (durable) wait_idle();
+    } else {
+      write_job(first, count, last_iteration);
+      std::lock_guard lk(mu);
+      rows_on_disk = first + count;
+    }
     seconds += now() - t0;
+  }
+
+  /// Stops the writer thread once it is idle (collective work done).
+  void join() {
+    if (!thread.joinable()) return;
+    {
+      std::lock_guard lk(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    thread.join();
   }
 };
 
 TrajectoryWriter::TrajectoryWriter(const dist::Comm& comm, const TrajConfig& cfg,
-                                   const std::string& path, const TrajMeta& meta)
+                                   const std::string& path, const TrajMeta& meta,
+                                   int compute_threads)
     : impl_(std::make_unique<Impl>(comm, cfg, path, meta)) {
   const double t0 = now();
   if (comm.is_root()) fs::create_directories(fs::path(path).parent_path());
   comm.barrier();
   impl_->create();
+  // Every rank decides alike (the writers' collectives must match): the thread only where each
+  // rank has a core to spare.
+  const bool spare =
+      cfg.writer == "auto" && comm.allreduce_min(comm.cores_per_rank()) >= compute_threads + 1;
+  const bool multiple = comm.allreduce_min(dist::thread_multiple() ? 1 : 0) == 1;
+  if ((cfg.writer == "thread" || spare) && multiple)
+    impl_->thread = std::thread([m = impl_.get()] { m->writer_loop(); });
   impl_->seconds += now() - t0;
 }
 
 TrajectoryWriter::~TrajectoryWriter() {
   // Not closed: an error is unwinding on this rank alone, and H5Fclose is collective. Leave the
   // file as of its last flush (consistent on disk) and the handles to the dying process.
-  if (impl_ && !impl_->closed) {
-    for (auto& f : impl_->fields) (void)H5Iinc_ref(f.dataset.get());
-    (void)H5Iinc_ref(impl_->file.get());
+  if (!impl_ || impl_->closed) return;
+  auto& m = *impl_;
+  if (m.thread.joinable()) {
+    bool idle = false;
+    {
+      std::lock_guard lk(m.mu);
+      idle = !m.job;
+      m.stop = true;
+    }
+    m.cv.notify_all();
+    if (!idle) {
+      // The writer is inside a collective the other ranks may never join: leave it, and its
+      // state, to the process's end (the launcher aborts after an error) rather than hang here.
+      m.thread.detach();
+      (void)impl_.release();
+      return;
+    }
+    m.thread.join();
   }
+  for (auto& f : m.fields) (void)H5Iinc_ref(f.dataset.get());
+  (void)H5Iinc_ref(m.file.get());
 }
 
 void TrajectoryWriter::append(const TrajStep& step) {
@@ -401,14 +420,15 @@ void TrajectoryWriter::append(const TrajStep& step) {
   m.seconds += now() - t0;
 }
 
-void TrajectoryWriter::flush(int last_iteration) {
-  impl_->flush(last_iteration);
+void TrajectoryWriter::flush(int last_iteration, bool durable) {
+  impl_->flush(last_iteration, durable);
 }
 
 void TrajectoryWriter::close(int last_iteration) {
   auto& m = *impl_;
-  m.flush(last_iteration);
+  m.flush(last_iteration, true);
   const double t0 = now();
+  m.join();
   h5::write_attr(m.file.get(), "complete", std::int64_t{1});
   for (auto& f : m.fields) f.dataset.close("closing a dataset of " + m.path);
   m.file.close("cannot close " + m.path);
@@ -421,118 +441,18 @@ int TrajectoryWriter::segment() const {
   return impl_->meta.segment;
 }
 std::int64_t TrajectoryWriter::rows_written() const {
-  return impl_->rows;
+  std::lock_guard lk(impl_->mu);
+  return impl_->rows_on_disk;
 }
 double TrajectoryWriter::seconds() const {
   return impl_->seconds;
 }
-
-namespace {
-
-int segment_index(const fs::path& p) {
-  const std::string n = p.filename().string();
-  if (n.size() != 14 || n.rfind("segment-", 0) != 0 || n.substr(11) != ".h5") return -1;
-  for (int i = 8; i < 11; ++i)
-    if (n[static_cast<std::size_t>(i)] < '0' || n[static_cast<std::size_t>(i)] > '9') return -1;
-  return std::stoi(n.substr(8, 3));
+double TrajectoryWriter::writer_seconds() const {
+  std::lock_guard lk(impl_->mu);
+  return impl_->writer_seconds;
 }
-
-/// Opens a segment and checks that it is a marlsched trajectory file of this format version.
-h5::Id open_segment(const std::string& path, bool writable) {
-  h5::Id f = h5::open_serial(path, writable);
-  std::string format;
-  try {
-    format = h5::read_attr_string(f.get(), "format");
-  } catch (const InputError&) {
-  }
-  if (format != kFormat)
-    MARLSCHED_THROW(InputError, path << " is not a marlsched trajectory file (no format attribute '"
-                                     << kFormat << "')");
-  const auto v = h5::read_attr_int(f.get(), "format_version");
-  if (v != kFormatVersion)
-    MARLSCHED_THROW(InputError, path << " has trajectory format version " << v
-                                     << "; this marlsched reads version " << kFormatVersion);
-  return f;
-}
-
-/// Reads rows [0, rows) of a dataset, a slab of at most 64 MiB at a time, so that HDF5 checks
-/// every chunk's Fletcher32 checksum (and that each inflates); throws InputError naming the file,
-/// the dataset and the first bad slab.
-void verify_rows(hid_t ds, const std::string& path, const char* name, std::int64_t rows) {
-  auto d = h5::dims(ds);
-  h5::Id type(H5Tget_native_type(h5::Id(H5Dget_type(ds), H5Tclose).get(), H5T_DIR_DEFAULT),
-              H5Tclose);
-  hsize_t row_bytes = H5Tget_size(type.get());
-  for (std::size_t i = 1; i < d.size(); ++i) row_bytes *= d[i];
-  const hsize_t slab = std::max<hsize_t>(1, (hsize_t{64} << 20) / std::max<hsize_t>(1, row_bytes));
-  std::vector<unsigned char> buf;
-  h5::Id file_space = h5::dataset_space(ds);
-  for (hsize_t r0 = 0; r0 < static_cast<hsize_t>(rows); r0 += slab) {
-    const hsize_t n = std::min<hsize_t>(slab, static_cast<hsize_t>(rows) - r0);
-    std::vector<hsize_t> start(d.size(), 0), count = d;
-    start[0] = r0;
-    count[0] = n;
-    h5::check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
-                                  count.data(), nullptr),
-              "H5Sselect_hyperslab");
-    h5::Id ms = h5::space(count);
-    buf.resize(static_cast<std::size_t>(n * row_bytes));
-    if (H5Dread(ds, type.get(), ms.get(), file_space.get(), H5P_DEFAULT, buf.data()) < 0)
-      MARLSCHED_THROW(InputError, path << " is damaged: " << name << " rows " << r0 << " to "
-                                       << r0 + n - 1 << " fail their checksum or cannot be "
-                                       << "read (" << h5::error_stack() << ")");
-  }
-}
-
-}  // namespace
-
-void check_segment_for_resume(const std::string& run_dir, int segment, std::int64_t rows) {
-  if (segment < 0) return;
-  const std::string path = traj_segment_path(run_dir, segment);
-  if (!fs::exists(path))
-    MARLSCHED_THROW(InputError, "the checkpoint's trajectory file " << path << " is missing");
-  h5::Id f = open_segment(path, false);
-  for (const auto& def : field_defs()) {
-    if (!h5::exists(f.get(), def.path)) {
-      if (def.optional) continue;
-      MARLSCHED_THROW(InputError, path << " lacks the dataset " << def.path);
-    }
-    h5::Id ds = h5::open_dataset(f.get(), def.path, true);
-    const auto d = h5::dims(ds.get());
-    if (d.empty() || static_cast<std::int64_t>(d[0]) < rows)
-      MARLSCHED_THROW(InputError, path << ": " << def.path << " holds " << (d.empty() ? 0 : d[0])
-                                       << " rows; the checkpoint needs " << rows
-                                       << " (the file is damaged)");
-    verify_rows(ds.get(), path, def.path, rows);
-  }
-}
-
-void cut_segments_for_resume(const std::string& run_dir, int segment, std::int64_t rows,
-                             int last_iteration) {
-  const fs::path dir = fs::path(run_dir) / "trajectories";
-  std::error_code ec;
-  if (fs::is_directory(dir, ec))
-    for (const auto& e : fs::directory_iterator(dir))
-      if (segment_index(e.path()) > segment) fs::remove(e.path());
-  if (segment < 0) return;
-  const std::string path = traj_segment_path(run_dir, segment);
-  if (!fs::exists(path)) return;  // quarantined: the resume checked it and was told to go on
-  h5::Id f = open_segment(path, true);
-  for (const auto& def : field_defs()) {
-    if (!h5::exists(f.get(), def.path)) continue;
-    h5::Id ds = h5::open_dataset(f.get(), def.path, true);
-    auto d = h5::dims(ds.get());
-    if (static_cast<std::int64_t>(d[0]) > rows) {
-      d[0] = static_cast<hsize_t>(rows);
-      h5::check(H5Dset_extent(ds.get(), d.data()),
-                std::string("cannot cut ") + def.path + " in " + path);
-    }
-  }
-  h5::write_attr(f.get(), "rows", rows);
-  h5::write_attr(f.get(), "last_flushed_iteration", static_cast<std::int64_t>(last_iteration));
-  h5::write_attr(f.get(), "continued_in_segment", static_cast<std::int64_t>(segment + 1));
-  h5::write_attr(f.get(), "complete", std::int64_t{1});
-  f.close("cannot close " + path);
+bool TrajectoryWriter::background() const {
+  return impl_->thread.joinable();
 }
 
 }  // namespace marlsched

@@ -22,7 +22,9 @@
 /// optionally after the shuffle filter; szip; or none). Rows are buffered in memory and written by
 /// `flush()`, one collective extend + write per dataset, then H5Fflush and a barrier: the file on
 /// disk is consistent after every completed flush and untouched between flushes, so a crash outside
-/// a flush leaves everything flushed readable.
+/// a flush leaves everything flushed readable. By default a background thread of each rank does
+/// that writing, on its own communicator, while the training thread fills the next buffer; it is
+/// then the only thread of the process that calls HDF5.
 
 #include <cstdint>
 #include <memory>
@@ -48,12 +50,19 @@ struct TrajConfig {
   std::vector<std::string> fields = {"observations",     "next_observations", "actions",
                                      "rewards",          "log_probs",         "values",
                                      "reward_components"};
-  std::string compression = "deflate";  ///< deflate | szip | none
+  std::string compression = "none";  ///< none | deflate | szip
   /// deflate level 1..9. Level 1 and no shuffle: on the default run's data this is both the
   /// fastest and the smallest of the combinations measured (docs/performance.md).
   int level = 1;
   bool shuffle = false;  ///< byte-shuffle filter before deflate
   int chunk_steps = 0;   ///< rows per chunk; 0 = rollout steps (capped at 1 MiB)
+  /// Who writes: "thread", a background thread of each rank (double buffered: the training
+  /// thread fills the next rows while the previous flush is written, compressed and synced; needs
+  /// MPI_THREAD_MULTIPLE, else the training thread writes); "inline", the training thread; "auto"
+  /// (default), the thread where the rank has a core to spare beyond its compute threads
+  /// (Comm::cores_per_rank). A thread sharing its rank's only core slows the run down: its
+  /// collectives spin against the training thread (docs/performance.md).
+  std::string writer = "auto";
 
   void bind(OptionBinder& b);
   void validate() const;
@@ -88,9 +97,10 @@ std::string traj_segment_path(const std::string& run_dir, int segment);
 
 class TrajectoryWriter {
  public:
-  /// Collective: creates the segment file with its datasets and attributes.
+  /// Collective: creates the segment file with its datasets and attributes. `compute_threads`
+  /// is the rank's own thread count, for the "auto" writer.
   TrajectoryWriter(const dist::Comm& comm, const TrajConfig& cfg, const std::string& path,
-                   const TrajMeta& meta);
+                   const TrajMeta& meta, int compute_threads = 1);
   ~TrajectoryWriter();
   TrajectoryWriter(const TrajectoryWriter&) = delete;
   TrajectoryWriter& operator=(const TrajectoryWriter&) = delete;
@@ -99,15 +109,24 @@ class TrajectoryWriter {
   void append(const TrajStep& step);
   /// Collective: writes the buffered rows, updates `rows` and `last_flushed_iteration`,
   /// H5Fflush, barrier. `last_iteration` is the newest iteration whose rows are all buffered.
-  void flush(int last_iteration);
+  /// With a background thread it first waits for the previous flush, hands the rows over and
+  /// returns, unless `durable` (a checkpoint's rows must be on disk): then it returns after
+  /// the barrier. An error of the writer thread is thrown here, at the next flush or close.
+  void flush(int last_iteration, bool durable = false);
   /// Collective: flushes, marks the file complete (attribute `complete` = 1) and closes it.
   void close(int last_iteration);
 
   int segment() const;
-  /// Rows on disk (identical on every rank).
+  /// Rows on disk as of the last completed flush (identical on every rank); after a durable
+  /// flush or close, every row appended.
   std::int64_t rows_written() const;
-  /// Seconds spent in append and flush so far.
+  /// Seconds the training thread spent in append, flush and close so far (with a background
+  /// writer: copying rows and waiting for the previous flush).
   double seconds() const;
+  /// Seconds the background thread spent writing (0 without one).
+  double writer_seconds() const;
+  /// Whether a background thread writes.
+  bool background() const;
 
  private:
   struct Impl;

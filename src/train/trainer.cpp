@@ -333,8 +333,8 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
     meta.rollout_steps = T;
     meta.segment = traj_segment + 1;
     meta.first_iteration = start_iteration;
-    traj = std::make_unique<TrajectoryWriter>(comm, run.traj,
-                                              traj_segment_path(run.run_dir, meta.segment), meta);
+    traj = std::make_unique<TrajectoryWriter>(
+        comm, run.traj, traj_segment_path(run.run_dir, meta.segment), meta, run.threads);
     traj_segment = meta.segment;
     traj_rows = 0;
   }
@@ -397,7 +397,7 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   comm.barrier();
   const double start = now();
   TrainSummary sum;
-  double t_act = 0, t_update = 0, t_allreduce = 0, t_log = 0;
+  double t_act = 0, t_update = 0, t_allreduce = 0, t_log = 0, writer_seconds = 0;
   StepFeedback fb;
   fb.reward.resize(static_cast<std::size_t>(e * k));
   fb.done.resize(static_cast<std::size_t>(e));
@@ -502,8 +502,9 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
       if (last)
         traj->close(it);
       else
-        traj->flush(it);
+        traj->flush(it, checkpoint_now);
       traj_rows = traj->rows_written();
+      writer_seconds = traj->writer_seconds();
       t_log += now() - l0;
     }
     env_steps += static_cast<std::int64_t>(T) * e * comm.size() * k;
@@ -624,9 +625,9 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   // (bookkeeping, metrics, checkpoints), add up to 100 %; a second line gives the spread of
   // that busy time over the ranks (load imbalance).
   const StepTimes& w = world.times();
-  constexpr int kParts = 7, kRow = kParts + 1;
-  const double mine[kRow] = {w.env,    w.exchange,  w.gather, t_act,
-                             t_update, t_allreduce, t_log,    peak_rss_mib()};
+  constexpr int kParts = 7, kRow = kParts + 2;
+  const double mine[kRow] = {w.env,       w.exchange, w.gather,       t_act,         t_update,
+                             t_allreduce, t_log,      peak_rss_mib(), writer_seconds};
   std::vector<double> all(static_cast<std::size_t>(kRow * comm.size()));
   comm.allgather(mine, kRow, all.data());
   const auto at = [&](int r, int j) { return all[static_cast<std::size_t>(r * kRow + j)]; };
@@ -658,6 +659,9 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
                 << 100.0 * at(busiest, i) / wall << "%";
     }
     std::cout << ", other " << 100.0 * std::max(0.0, wall - accounted) / wall << "%";
+    if (at(busiest, kParts + 1) > 0)
+      std::cout << "\ntrajectory writer thread (beside the training thread, not in the split): "
+                << std::setprecision(2) << at(busiest, kParts + 1) << " s";
     if (comm.size() > 1)
       std::cout << "\nbusy time (env step, policy forward, update, logging) over " << comm.size()
                 << " ranks: max " << std::setprecision(2) << busy(busiest) << " s, min " << busy_min

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
-
 #include <numeric>
 #include <vector>
 
@@ -91,4 +91,27 @@ TEST(Comm, NodeRankCountsTheRanksOfOneNode) {
   comm.allgather(&local, 1, all.data());
   std::sort(all.begin(), all.end());
   for (int r = 0; r < comm.size(); ++r) EXPECT_EQ(all[static_cast<std::size_t>(r)], r);
+}
+
+TEST(Comm, DupIsASeparateCommunicatorOverTheSameRanks) {
+  auto comm = dist::Comm::world();
+  auto other = comm.dup();
+  EXPECT_EQ(other.rank(), comm.rank());
+  EXPECT_EQ(other.size(), comm.size());
+  int cmp = MPI_UNEQUAL;
+  MPI_Comm_compare(comm.raw(), other.raw(), &cmp);
+  EXPECT_EQ(cmp, MPI_CONGRUENT);  // same group and order, another context
+  EXPECT_EQ(other.allreduce_max(other.rank()), comm.size() - 1);
+}
+
+TEST(Comm, CoresPerRankSharesTheAffinityMaskAmongTheRanksUsingIt) {
+  auto comm = dist::Comm::world();
+  const double c = comm.cores_per_rank();
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  // At least one share of one core, at most the whole mask.
+  EXPECT_GE(c, 1.0 / comm.size());
+  EXPECT_LE(c, static_cast<double>(CPU_COUNT(&mine)));
+  EXPECT_TRUE(dist::thread_multiple()) << "the MPI test main asks for MPI_THREAD_MULTIPLE";
 }

@@ -95,21 +95,31 @@ std::string shared_dir(const dist::Comm& comm, const std::string& name) {
 
 }  // namespace
 
-TEST(Trajectory, EveryRankWritesItsBlockAndRankZeroReadsItBack) {
+/// Every rank writes its block with `writer` and `compression`; rank 0 reads the whole file back.
+static void write_and_read_back(const std::string& writer, const std::string& compression) {
+  SCOPED_TRACE("--traj-writer " + writer + " --traj-compression " + compression);
   auto comm = dist::Comm::world();
-  const auto dir = shared_dir(comm, "traj");
+  const auto dir = shared_dir(comm, "traj-" + writer + "-" + compression);
   const int n = kK * comm.size(), first = kK * comm.rank();
   const int rows = 11;  // flushes after rows 3, 4 and 11: uneven, and not chunk aligned
   {
     TrajConfig cfg;
     cfg.chunk_steps = 4;
+    cfg.writer = writer;
+    cfg.compression = compression;
     TrajectoryWriter w(comm, cfg, traj_segment_path(dir, 0), test_meta());
+    EXPECT_EQ(w.background(), writer == "thread");
     for (int r = 0; r < rows; ++r) {
       w.append(make_step(r, first));
-      if (r == 2 || r == 3) w.flush(r / 4 + 1);
+      if (r == 2) w.flush(1);  // returns at once with a writer thread
+      if (r == 3) {
+        w.flush(1, /*durable=*/true);  // a checkpoint's flush: on disk when it returns
+        EXPECT_EQ(w.rows_written(), 4);
+      }
     }
     w.close(3);
     EXPECT_EQ(w.rows_written(), rows);
+    EXPECT_EQ(w.writer_seconds() > 0, writer == "thread");
   }
   if (comm.is_root()) {
     h5::Id f = h5::open_serial(traj_segment_path(dir, 0), false);
@@ -188,6 +198,41 @@ TEST(Trajectory, EveryRankWritesItsBlockAndRankZeroReadsItBack) {
   comm.barrier();
 }
 
+TEST(Trajectory, EveryRankWritesItsBlockAndRankZeroReadsItBack) {
+  write_and_read_back("inline", "deflate");
+}
+
+TEST(Trajectory, AWriterThreadWritesTheSameFile) {
+  ASSERT_TRUE(dist::thread_multiple()) << "the MPI test main asks for MPI_THREAD_MULTIPLE";
+  write_and_read_back("thread", "none");
+  write_and_read_back("thread", "deflate");
+}
+
+TEST(Trajectory, AnUnclosedWriterWithAThreadLeavesItsLastFlushOnDisk) {
+  // An error unwinding past a writer whose thread is idle: the thread stops, the file keeps
+  // what its last completed flush wrote (the collective close is skipped).
+  auto comm = dist::Comm::world();
+  const auto dir = shared_dir(comm, "traj-unclosed");
+  const auto path = traj_segment_path(dir, 0);
+  {
+    TrajConfig cfg;
+    cfg.writer = "thread";
+    TrajectoryWriter w(comm, cfg, path, test_meta());
+    for (int r = 0; r < 5; ++r) w.append(make_step(r, kK * comm.rank()));
+    w.flush(1, /*durable=*/true);
+    w.append(make_step(5, kK * comm.rank()));
+  }
+  comm.barrier();
+  if (comm.is_root()) {
+    h5::Id f = h5::open_serial(path, false);
+    EXPECT_EQ(h5::read_attr_int(f.get(), "rows"), 5);
+    EXPECT_EQ(h5::read_attr_int(f.get(), "complete"), 0);
+    h5::Id ds = h5::open_dataset(f.get(), "actions");
+    EXPECT_EQ(h5::dims(ds.get())[0], 5u);
+  }
+  comm.barrier();
+}
+
 TEST(Trajectory, OptionalFieldsAndCompressionChoices) {
   auto comm = dist::Comm::world();
   const auto dir = shared_dir(comm, "traj-fields");
@@ -232,6 +277,9 @@ TEST(Trajectory, ConfigValidationNamesTheBadValue) {
   EXPECT_THROW(c.validate(), ConfigError);
   c = TrajConfig{};
   c.level = 0;
+  EXPECT_THROW(c.validate(), ConfigError);
+  c = TrajConfig{};
+  c.writer = "async";
   EXPECT_THROW(c.validate(), ConfigError);
 }
 

@@ -14,9 +14,30 @@ for ds in observations next_observations actions rewards terminations truncation
           reward_components episode_ids episode_steps iterations; do
   grep -q "DATASET \"$ds\"" header.txt || fail "h5dump -H shows no dataset $ds"
 done
-grep -q "COMPRESSION DEFLATE" header.txt || fail "datasets are not deflate-compressed by default"
-pass "h5dump -H lists every dataset, deflate-compressed"
+grep -q "CHECKSUM FLETCHER32" header.txt || fail "datasets carry no Fletcher32 checksum"
+! grep -q "COMPRESSION DEFLATE" header.txt || fail "datasets are compressed by default"
+pass "h5dump -H lists every dataset, uncompressed and checksummed by default"
 grep -q "trajectory logging" run4.log || fail "the time split lacks trajectory logging"
+
+# The same run written and deflated by a background thread on every rank: the same datasets.
+mpi 4 "$BIN" train --envs-per-rank 2 --iterations 3 --rollout-steps 48 --episode-slots 40 \
+  --traj-every 2 --traj-compression deflate --traj-writer thread --quiet --no-eval-after \
+  --run-dir run4t > run4t.log
+grep -q "trajectory writer thread" run4t.log || fail "the time split does not report the writer thread"
+h5dump -H -p run4t/trajectories/segment-000.h5 > header_t.txt
+grep -q "COMPRESSION DEFLATE" header_t.txt || fail "--traj-compression deflate did not compress"
+"$PY" - run4/trajectories/segment-000.h5 run4t/trajectories/segment-000.h5 <<'PYEOF' ||
+import sys, h5py, numpy as np
+a, b = (h5py.File(p, "r") for p in sys.argv[1:3])
+names = []
+a.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+assert len(names) == 12, names
+for n in names:
+    assert np.array_equal(a[n][()], b[n][()]), n
+assert a.attrs["rows"] == b.attrs["rows"] and b.attrs["complete"] == 1
+PYEOF
+  fail "the writer thread's file holds other data than the training thread's"
+pass "--traj-writer thread with deflate writes the same datasets"
 
 mpi 2 "$BIN" train --agents-per-rank 2 --envs-per-rank 1 --iterations 1 --rollout-steps 8 --traj-every 0 --quiet \
   --no-eval-after --run-dir off > /dev/null
@@ -37,4 +58,6 @@ expect_error "misspelled trajectory field" 2 "unknown field 'obsevations'" -- \
   mpi 2 "$BIN" train --agents-per-rank 2 --traj-fields observations,obsevations --run-dir bad
 expect_error "unknown compression" 2 "deflate, szip or none" -- \
   "$BIN" train --traj-compression lz4 --run-dir bad
+expect_error "unknown writer" 2 "auto, thread or inline" -- \
+  "$BIN" train --traj-writer async --run-dir bad
 [ ! -e bad ] || fail "a rejected run created its run directory"
