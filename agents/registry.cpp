@@ -254,6 +254,19 @@ std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConf
   return entry(algo).make(cfg, spec, comm, num_agents, first_agent, local_agents, copies, seed);
 }
 
+LearnerRecipe learner_recipe(const std::string& algo, const LearnerConfigs& cfg,
+                             const EnvSpec& spec) {
+  cfg.validate(algo);
+  LearnerRecipe r;
+  r.rollout_steps = cfg.rollout_steps(algo, spec);
+  r.team_reward = cfg.team_reward(algo);
+  r.make = [algo, cfg](const LearnerLayout& l) {
+    return make_learner(algo, cfg, *l.spec, *l.comm, l.num_agents, l.first_agent, l.local_agents,
+                        l.copies, l.seed);
+  };
+  return r;
+}
+
 void export_learners(const std::string& algo, const std::vector<const Learner*>& ranks,
                      const std::string& path, const std::string& metadata, bool with_critic) {
   entry(algo).exporter(ranks, path, metadata, with_critic);

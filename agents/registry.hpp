@@ -12,10 +12,10 @@
 
 #include "agents/dqn/dqn.hpp"
 #include "agents/es/es.hpp"
-#include "core/learner.hpp"
 #include "agents/mappo/mappo.hpp"
 #include "agents/masac/masac.hpp"
 #include "agents/tsdqn/tsdqn.hpp"
+#include "core/learner.hpp"
 
 namespace marlsched {
 
@@ -63,6 +63,11 @@ std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConf
                                       const EnvSpec& spec, const dist::Comm& comm, int num_agents,
                                       int first_agent, int local_agents, int copies,
                                       std::uint64_t seed);
+
+/// The named learner as the trainer takes it (core/learner.hpp): its builder, rollout length in
+/// an env of this spec and team-reward β. Validates the learner's options first.
+LearnerRecipe learner_recipe(const std::string& algo, const LearnerConfigs& cfg,
+                             const EnvSpec& spec);
 
 /// Writes the learners of every training rank (made by make_learner with `algo`) as one
 /// TorchScript policy; `with_critic` adds MAPPO's critic (other learners have none: error).

@@ -27,6 +27,7 @@
 #include "core/version.hpp"
 #include "dist/watchdog.hpp"
 #include "envs/registry.hpp"
+#include "evaluate_all.hpp"
 #include "geodc/geodc.hpp"
 #include "geodc/traces.hpp"
 #include "geodc/workload.hpp"
@@ -136,7 +137,7 @@ struct Command {
         ->check(CLI::ExistingFile);
     a->add_flag("--print-config", print_config,
                 "print the resolved configuration as TOML and exit");
-    run.bind(*binder);
+    run.bind(*binder, learner_names());
     for (const auto& e : env_registry()) {
       envs.push_back(e.make_config());
       envs.back()->bind(*binder);
@@ -779,8 +780,10 @@ int run(int argc, char** argv, const dist::Comm& comm) {
       if (!resume.quarantine.empty() && root)
         std::cerr << "marlsched: resuming from " << resume.checkpoint << "\n";
       comm.barrier();
-      const auto summary = train(train_cmd.run, train_cmd.learners, *prep.factory, comm,
-                                 config_record(train_cmd, prep.input_notes), resume.checkpoint);
+      const auto summary =
+          train(train_cmd.run,
+                learner_recipe(train_cmd.run.algo, train_cmd.learners, prep.factory->spec()),
+                *prep.factory, comm, config_record(train_cmd, prep.input_notes), resume.checkpoint);
       if (summary.stop_signal != 0) return kExitRequeue;
       // A stop signal during the last iteration: training is complete, evaluation is skipped.
       if (train_cmd.run.eval_after && comm.allreduce_max(stop_requested()) == 0)

@@ -7,12 +7,18 @@
 /// followed by record(), then one update().
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/policy.hpp"
 
 namespace marlsched {
+
+namespace dist {
+class Comm;
+}
 
 /// Per-step feedback recorded into the learner after World::step.
 struct StepFeedback {
@@ -71,6 +77,27 @@ class Learner : public Policy {
 
   /// The value of a named statistic in `st` (NaN when the learner has none of that name).
   double stat(const UpdateStats& st, const std::string& column) const;
+};
+
+/// Where a learner sits in a run: the env, the ranks, and this rank's agents and env copies.
+struct LearnerLayout {
+  const EnvSpec* spec = nullptr;
+  const dist::Comm* comm = nullptr;
+  int num_agents = 1;    ///< over all ranks
+  int first_agent = 0;   ///< this rank's first agent
+  int local_agents = 1;  ///< agents on this rank
+  int copies = 1;        ///< env copies per rank
+  std::uint64_t seed = 1;
+};
+
+/// What the trainer needs of a learner it does not know by name: a way to build it once the
+/// world's layout is known, and the two numbers the loop runs by. The layer that assembles runs
+/// fills it from its table of learners (agents/registry.hpp: learner_recipe), so the framework
+/// depends on no learner.
+struct LearnerRecipe {
+  std::function<std::unique_ptr<Learner>(const LearnerLayout&)> make;
+  int rollout_steps = 1;     ///< env steps per iteration
+  double team_reward = 0.0;  ///< β of the reward mix (1-β)·own + β·team
 };
 
 }  // namespace marlsched

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iomanip>
+#include <iostream>
 #include <sstream>
 
+#include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/stats.hpp"
 #include "train/world.hpp"
 
@@ -167,6 +171,74 @@ std::string format_eval_episodes_csv(const std::vector<EvalRow>& rows) {
     for (std::size_t e = 0; e < r.returns.size(); ++e)
       os << r.policy << ',' << e << ',' << r.returns[e] << '\n';
   return os.str();
+}
+
+void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory& factory,
+                         const dist::Comm& comm, const EvalSettings& es, bool with_bound,
+                         const std::string& out_dir) {
+  MARLSCHED_REQUIRE(!entries.empty(), "nothing to evaluate: no learned policy and no baselines");
+  const auto& spec = factory.spec();
+  // Every env copy plays whole episodes, so the count rounds up to a multiple of the copies.
+  const int played = (es.episodes + es.copies - 1) / es.copies * es.copies;
+  if (played != es.episodes && comm.is_root())
+    std::cout << "evaluating " << played << " episodes per policy: --eval-episodes " << es.episodes
+              << " rounded up to a multiple of the " << es.copies << " env copies per rank"
+              << std::endl;
+  const int n = es.agents_per_rank * comm.size();
+  std::vector<EvalRow> rows;
+  for (const auto& entry : entries) {
+    rows.push_back(evaluate(*entry.policy, factory, comm, es));
+    if (!entry.name.empty()) rows.back().policy = entry.name;
+  }
+  // The oracle bound of the same episodes (episode r * copies + c is copy c's r-th), on rank 0.
+  EvalRow bound;
+  if (with_bound && comm.is_root()) {
+    const int n_ep = rows.front().episodes;
+    std::vector<std::uint64_t> shard_seeds(static_cast<std::size_t>(n));
+    for (int i = 0; i < n_ep; ++i) {
+      const int c = i % es.copies;
+      const auto r = static_cast<std::uint64_t>(i / es.copies);
+      for (int a = 0; a < n; ++a)
+        shard_seeds[static_cast<std::size_t>(a)] = episode_shard_seed(es.seed, c, r, a);
+      const double b = factory.episode_bound(episode_world_seed(es.seed, c, r), shard_seeds);
+      if (std::isnan(b)) break;  // the env has none (or not at this size)
+      bound.returns.push_back(b);
+    }
+    if (static_cast<int>(bound.returns.size()) == n_ep) {
+      bound.policy = "oracle-bound";
+      bound.episodes = n_ep;
+      bound.utility = stats::mean(bound.returns);
+      for (auto& row : rows)
+        row.metrics.push_back(
+            {"oracle_gap_pct", 100.0 * (bound.utility - row.utility) / std::abs(bound.utility)});
+    }
+  }
+  if (comm.is_root()) {
+    // What the columns are, said once under the table (and in eval.md).
+    std::string notes;
+    if (!spec.mean_components.empty())
+      notes += "mean_* = mean over agents and slots, not a total\n";
+    if (const auto m = factory.metrics_note(); !m.empty()) notes += m + "\n";
+    std::cout << "evaluation: " << rows.front().episodes << " episodes per policy, eval seed "
+              << es.seed << " (system totals per episode; utility = sum of rewards)\n"
+              << format_eval_table(spec, rows, false) << notes;
+    if (!bound.policy.empty())
+      std::cout << "oracle bound (hindsight LP relaxation, docs/envs/geodc.md): " << std::fixed
+                << std::setprecision(2) << bound.utility
+                << " per episode; oracle_gap_pct = how far below it each policy is\n";
+    std::cout << std::flush;
+    if (!out_dir.empty()) {
+      std::filesystem::create_directories(out_dir);
+      write_file_atomic(out_dir + "/eval.csv", format_eval_csv(spec, rows));
+      write_file_atomic(out_dir + "/eval.md",
+                        format_eval_table(spec, rows, true) + (notes.empty() ? "" : "\n" + notes));
+      auto all_rows = rows;
+      if (!bound.policy.empty()) all_rows.push_back(bound);
+      write_file_atomic(out_dir + "/eval-episodes.csv", format_eval_episodes_csv(all_rows));
+      std::cout << "wrote " << out_dir << "/eval.csv, eval.md and eval-episodes.csv" << std::endl;
+    }
+  }
+  comm.barrier();
 }
 
 }  // namespace marlsched

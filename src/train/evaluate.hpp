@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/policy.hpp"
 #include "core/env.hpp"
+#include "core/policy.hpp"
 #include "dist/comm.hpp"
 
 namespace marlsched {
@@ -36,6 +36,20 @@ struct EvalSettings {
 /// Collective over `comm`: every rank calls it with the same settings.
 EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& comm,
                  const EvalSettings& s);
+
+/// A policy under evaluation and the name of its row (empty: the policy's own name()).
+struct EvalEntry {
+  Policy* policy = nullptr;
+  std::string name;
+};
+
+/// Collective: evaluates every entry, in order, on the same held-out episodes; where
+/// `with_bound` and the env has one (EnvFactory::episode_bound), adds the hindsight bound of
+/// those episodes and each policy's gap to it. Rank 0 prints the table and writes eval.csv,
+/// eval.md and eval-episodes.csv into `out_dir` (none if empty).
+void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory& factory,
+                         const dist::Comm& comm, const EvalSettings& es, bool with_bound,
+                         const std::string& out_dir);
 
 /// A table with one row per policy: utility, each reward component (labelled by
 /// EnvSpec::component_label), then the env's system metrics (4 significant digits).

@@ -20,8 +20,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "agents/baselines/heuristics.hpp"
-#include "agents/exported/torchscript_policy.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -35,11 +33,11 @@
 
 namespace marlsched {
 
-void RunConfig::bind(OptionBinder& b) {
+void RunConfig::bind(OptionBinder& b, const std::vector<std::string>& learners) {
   b.group("Run");
   b.add("env", env, "environment name (`marlsched list` shows them)");
-  std::string algos;  // the learner table's names
-  for (const auto& a : learner_names()) algos += (algos.empty() ? "" : ", ") + a;
+  std::string algos;
+  for (const auto& a : learners) algos += (algos.empty() ? "" : ", ") + a;
   b.add("algo", algo, "learning algorithm (" + algos + ")");
   b.add("seed", seed, "root seed: env copies, agents, ranks derive theirs from it");
   b.add("iterations", iterations, "training iterations (rollout + update)");
@@ -262,7 +260,7 @@ void check_env(const RunConfig& run, const EnvSpec& spec) {
                         << spec.name << "' has none");
 }
 
-TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
+TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const EnvFactory& factory,
                    const dist::Comm& comm, const std::string& resolved_config,
                    const std::string& resume_from) {
   const bool root = comm.is_root();
@@ -276,10 +274,10 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
   const EnvSpec& spec = world.spec();
   const int n = world.num_agents(), e = world.copies(), k = world.local_agents();
   const int nc = static_cast<int>(spec.reward_components.size());
-  auto agent = make_learner(run.algo, learners, spec, comm, n, world.first_agent(), k, e, run.seed);
+  auto agent = learner.make({&spec, &comm, n, world.first_agent(), k, e, run.seed});
   world.set_common_episodes(agent->common_episodes());
-  const int T = learners.rollout_steps(run.algo, spec);
-  const double beta = learners.team_reward(run.algo);
+  const int T = learner.rollout_steps;
+  const double beta = learner.team_reward;
   check_env(run, spec);
   const bool team_targets = run.team_scope == "targets";
 
@@ -671,94 +669,6 @@ TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const E
               << (sum.parameters_identical ? "yes" : "NO") << std::endl;
   }
   return sum;
-}
-
-void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
-                  const dist::Comm& comm, const LearnedPolicy& learned,
-                  const std::vector<std::string>& baselines, bool deterministic,
-                  const std::string& out_dir) {
-  const auto& spec = factory.spec();
-  EvalSettings es;
-  es.agents_per_rank = run.agents_per_rank;
-  es.copies = run.envs_per_rank;
-  es.episodes = run.eval_episodes;
-  es.seed = run.eval_seed;
-  // Every env copy plays whole episodes, so the count rounds up to a multiple of the copies.
-  const int played = (es.episodes + es.copies - 1) / es.copies * es.copies;
-  if (played != es.episodes && comm.is_root())
-    std::cout << "evaluating " << played << " episodes per policy: --eval-episodes " << es.episodes
-              << " rounded up to a multiple of the " << es.copies << " env copies per rank"
-              << std::endl;
-  std::vector<EvalRow> rows;
-  const int n = run.agents_per_rank * comm.size();
-  if (!learned.exported.empty()) {
-    auto p = load_exported_policy(learned.exported, spec, n, deterministic);
-    rows.push_back(evaluate(*p, factory, comm, es));
-    rows.back().policy = p->name();
-  } else if (!learned.empty()) {
-    auto agent = make_learner(run.algo, learners, spec, comm, n, run.agents_per_rank * comm.rank(),
-                              run.agents_per_rank, run.envs_per_rank, run.seed);
-    agent->load(learned.run_dir.empty() ? learned.checkpoint + "/" + ckpt_model_file(comm.rank())
-                                        : model_path(learned.run_dir, comm.rank()));
-    agent->set_training(false);
-    agent->set_deterministic(deterministic);
-    rows.push_back(evaluate(*agent, factory, comm, es));
-    rows.back().policy = run.algo + (deterministic ? " (greedy)" : "");
-  }
-  for (const auto& b : baselines) {
-    auto h = make_heuristic(b, spec, run.eval_seed);
-    rows.push_back(evaluate(*h, factory, comm, es));
-  }
-  MARLSCHED_REQUIRE(!rows.empty(), "nothing to evaluate: no learned policy and no baselines");
-  // The oracle bound of the same episodes (episode r * copies + c is copy c's r-th), on rank 0.
-  EvalRow bound;
-  if (run.eval_bound && comm.is_root()) {
-    const int n_ep = rows.front().episodes;
-    std::vector<std::uint64_t> shard_seeds(static_cast<std::size_t>(n));
-    for (int i = 0; i < n_ep; ++i) {
-      const int c = i % es.copies;
-      const auto r = static_cast<std::uint64_t>(i / es.copies);
-      for (int a = 0; a < n; ++a)
-        shard_seeds[static_cast<std::size_t>(a)] = episode_shard_seed(es.seed, c, r, a);
-      const double b = factory.episode_bound(episode_world_seed(es.seed, c, r), shard_seeds);
-      if (std::isnan(b)) break;  // the env has none (or not at this size)
-      bound.returns.push_back(b);
-    }
-    if (static_cast<int>(bound.returns.size()) == n_ep) {
-      bound.policy = "oracle-bound";
-      bound.episodes = n_ep;
-      bound.utility = stats::mean(bound.returns);
-      for (auto& row : rows)
-        row.metrics.push_back(
-            {"oracle_gap_pct", 100.0 * (bound.utility - row.utility) / std::abs(bound.utility)});
-    }
-  }
-  if (comm.is_root()) {
-    // What the columns are, said once under the table (and in eval.md).
-    std::string notes;
-    if (!spec.mean_components.empty())
-      notes += "mean_* = mean over agents and slots, not a total\n";
-    if (const auto m = factory.metrics_note(); !m.empty()) notes += m + "\n";
-    std::cout << "evaluation: " << rows.front().episodes << " episodes per policy, eval seed "
-              << run.eval_seed << " (system totals per episode; utility = sum of rewards)\n"
-              << format_eval_table(spec, rows, false) << notes;
-    if (!bound.policy.empty())
-      std::cout << "oracle bound (hindsight LP relaxation, docs/envs/geodc.md): " << std::fixed
-                << std::setprecision(2) << bound.utility
-                << " per episode; oracle_gap_pct = how far below it each policy is\n";
-    std::cout << std::flush;
-    if (!out_dir.empty()) {
-      std::filesystem::create_directories(out_dir);
-      write_file_atomic(out_dir + "/eval.csv", format_eval_csv(spec, rows));
-      write_file_atomic(out_dir + "/eval.md",
-                        format_eval_table(spec, rows, true) + (notes.empty() ? "" : "\n" + notes));
-      auto with_bound = rows;
-      if (!bound.policy.empty()) with_bound.push_back(bound);
-      write_file_atomic(out_dir + "/eval-episodes.csv", format_eval_episodes_csv(with_bound));
-      std::cout << "wrote " << out_dir << "/eval.csv, eval.md and eval-episodes.csv" << std::endl;
-    }
-  }
-  comm.barrier();
 }
 
 }  // namespace marlsched

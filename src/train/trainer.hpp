@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "agents/registry.hpp"
 #include "core/env.hpp"
+#include "core/learner.hpp"
 #include "core/options.hpp"
 #include "dist/comm.hpp"
 #include "io/trajectory.hpp"
@@ -51,7 +51,8 @@ struct RunConfig {
   std::string team_scope = "all";
   TrajConfig traj;  ///< HDF5 trajectory logging
 
-  void bind(OptionBinder& b);
+  /// `learners`: the names --algo accepts, for its help line (the assembling layer's table).
+  void bind(OptionBinder& b, const std::vector<std::string>& learners);
   void validate() const;
 };
 
@@ -118,26 +119,11 @@ constexpr int kExitRequeue = 75;
 /// uninterrupted run exactly; metrics rows after the checkpoint are dropped, not duplicated.
 /// SIGUSR1, SIGTERM or SIGINT during training make every rank stop after the same update and
 /// write a checkpoint (see TrainSummary::stop_signal).
-TrainSummary train(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
+TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const EnvFactory& factory,
                    const dist::Comm& comm, const std::string& resolved_config,
                    const std::string& resume_from = "");
 
 /// Path of a rank's model file in a run directory.
 std::string model_path(const std::string& run_dir, int rank);
-
-/// Where the learned policy of an evaluation comes from (at most one is set).
-struct LearnedPolicy {
-  std::string run_dir;     ///< a trained run: RUN_DIR/model-rank-R.pt (same rank layout)
-  std::string checkpoint;  ///< a checkpoint directory: CKPT/rank-R.pt (same rank layout)
-  std::string exported;    ///< a policy written by `marlsched export` (any rank layout)
-  bool empty() const { return run_dir.empty() && checkpoint.empty() && exported.empty(); }
-};
-
-/// Compares the learned policy (if any) with every heuristic baseline on held-out seeds; prints
-/// the table on rank 0 and writes eval.csv and eval.md into `out_dir`.
-void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
-                  const dist::Comm& comm, const LearnedPolicy& learned,
-                  const std::vector<std::string>& baselines, bool deterministic,
-                  const std::string& out_dir);
 
 }  // namespace marlsched

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agents/registry.hpp"
 #include "envs/registry.hpp"
 #include "geodc/geodc.hpp"
 #include "train/trainer.hpp"
@@ -38,7 +39,7 @@ TrainSummary small_run(const dist::Comm& comm, int agents_per_rank, bool share,
   l.mappo.rollout_steps = 24;
   l.mappo.share_actor = share;
   l.mappo.overlap_grads = overlap;
-  return train(run, l, *factory, comm, "# test\n");
+  return train(run, learner_recipe(run.algo, l, factory->spec()), *factory, comm, "# test\n");
 }
 }  // namespace
 
