@@ -1,13 +1,17 @@
 #include "train/checkpoint.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <iterator>
 #include <sstream>
 
 #include "core/blas.hpp"
 #include "core/error.hpp"
+#include "core/file.hpp"
+#include "core/serialize.hpp"
 #include "core/version.hpp"
 
 namespace fs = std::filesystem;
@@ -156,6 +160,42 @@ void write_checkpoint(const dist::Comm& comm, const std::string& run_dir, int it
     }
   }
   comm.barrier();
+}
+
+namespace {
+constexpr std::uint32_t kTrainerStateMagic = 0x6D617274;  // "mart"
+}  // namespace
+
+void TrainerState::save(const std::string& path) const {
+  ByteWriter w;
+  w.put(kTrainerStateMagic);
+  w.put<std::int32_t>(iteration);
+  w.put<std::int64_t>(agent_steps);
+  w.put_vector(episode_returns);
+  w.put_vector(world);
+  write_file(path,
+             std::string_view(reinterpret_cast<const char*>(w.bytes().data()), w.bytes().size()));
+}
+
+TrainerState TrainerState::load(const std::string& path, int copies) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::byte> bytes;
+  if (in) {
+    std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bytes.resize(raw.size());
+    if (!raw.empty()) std::memcpy(bytes.data(), raw.data(), raw.size());
+  }
+  ByteReader r(bytes.data(), bytes.size(), path);
+  if (r.get<std::uint32_t>() != kTrainerStateMagic)
+    MARLSCHED_THROW(InputError, path << ": not a marlsched trainer state");
+  TrainerState s;
+  s.iteration = r.get<std::int32_t>();
+  s.agent_steps = r.get<std::int64_t>();
+  s.episode_returns = r.get_vector<double>();
+  s.world = r.get_vector<std::byte>();
+  if (static_cast<int>(s.episode_returns.size()) != copies)
+    MARLSCHED_THROW(InputError, path << ": wrong layout");
+  return s;
 }
 
 }  // namespace marlsched

@@ -6,6 +6,7 @@
 /// written as `ckpt-NNNNNNNN.tmp` and renamed only after every rank has written and rank 0 has
 /// written the manifest, so a directory without `.tmp` is always complete. The last K are kept.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -38,6 +39,22 @@ Manifest validate_checkpoint(const std::string& ckpt_dir, int ranks, int agents_
 void write_checkpoint(const dist::Comm& comm, const std::string& run_dir, int iteration, int keep,
                       const Manifest& header,
                       const std::function<void(const std::string& dir)>& write_rank_files);
+
+/// The trainer's part of a rank's checkpoint state (ckpt_state_file): the last iteration done,
+/// the agent-steps so far, the running return of each env copy's episode and the world's state
+/// (World::save_state). One field list, written and read in the same order.
+struct TrainerState {
+  int iteration = 0;
+  std::int64_t agent_steps = 0;
+  std::vector<double> episode_returns;  ///< [copy]
+  std::vector<std::byte> world;
+
+  /// Writes the state file at `path` (ckpt_state_file(rank) in a checkpoint directory).
+  void save(const std::string& path) const;
+  /// Reads it back; throws InputError when `path` is not a trainer state of `copies` env
+  /// copies.
+  static TrainerState load(const std::string& path, int copies);
+};
 
 /// Names of this rank's files in a checkpoint.
 std::string ckpt_model_file(int rank);

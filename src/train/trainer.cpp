@@ -1,6 +1,5 @@
 #include "train/trainer.hpp"
 
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -8,27 +7,20 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iomanip>
 #include <iostream>
-#include <iterator>
 #include <limits>
 #include <memory>
 #include <sstream>
 #include <thread>
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include "core/clock.hpp"
 #include "core/error.hpp"
-#include "core/rng.hpp"
-#include "core/serialize.hpp"
-#include "core/stats.hpp"
+#include "core/file.hpp"
 #include "dist/watchdog.hpp"
-#include "io/tensorboard.hpp"
 #include "train/checkpoint.hpp"
-#include "train/evaluate.hpp"
+#include "train/metrics_sink.hpp"
+#include "train/time_split.hpp"
+#include "train/trajectory_recorder.hpp"
 #include "train/world.hpp"
 
 namespace marlsched {
@@ -126,49 +118,6 @@ void maybe_poison_stats(int iteration, UpdateStats& us) {
   }
 }
 
-/// Resident set size of this process now, and its peak so far, in MiB (Linux /proc, getrusage).
-double rss_mib() {
-  std::ifstream in("/proc/self/statm");
-  long pages = 0, resident = 0;
-  in >> pages >> resident;
-  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / 1048576.0;
-}
-double peak_rss_mib() {
-  struct rusage u {};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;  // kilobytes on Linux
-}
-
-constexpr std::uint32_t kTrainerStateMagic = 0x6D617274;  // "mart"
-
-/// Keeps the header and the rows of `path` whose first field (the iteration) is <= `last`.
-void truncate_rows(const std::string& path, int last) {
-  std::ifstream in(path);
-  if (!in) return;
-  std::ostringstream keep;
-  std::string line;
-  bool header = true;
-  while (std::getline(in, line)) {
-    if (header || std::atoi(line.c_str()) <= last) keep << line << '\n';
-    header = false;
-  }
-  in.close();
-  write_file_atomic(path, keep.str());
-}
-
-std::string fmt_eta(double s) {
-  std::ostringstream os;
-  if (s >= 3600)
-    os << static_cast<int>(s / 3600) << "h" << std::setw(2) << std::setfill('0')
-       << static_cast<int>(std::fmod(s, 3600) / 60) << "m";
-  else if (s >= 60)
-    os << static_cast<int>(s / 60) << "m" << std::setw(2) << std::setfill('0')
-       << static_cast<int>(std::fmod(s, 60)) << "s";
-  else
-    os << std::fixed << std::setprecision(0) << s << "s";
-  return os.str();
-}
-
 }  // namespace
 
 namespace {
@@ -260,348 +209,241 @@ void check_env(const RunConfig& run, const EnvSpec& spec) {
                         << spec.name << "' has none");
 }
 
+namespace {
+
+/// One iteration's rollout summed up for the metrics (identical on every rank).
+struct RolloutTotals {
+  double system_reward = 0, finished_returns = 0;
+  int episodes = 0;
+  std::vector<double> components;  ///< summed over agents, steps and copies
+};
+
+/// The rollout half of an iteration: the learner acts, the world steps, the learner records its
+/// feedback (each agent's reward mixed with the team's), the trajectory recorder keeps the step.
+class Rollout {
+ public:
+  Rollout(World& world, Learner& agent, TrajectoryRecorder& traj, double beta, bool team_targets,
+          std::vector<double>& episode_returns)
+      : world_(world),
+        agent_(agent),
+        traj_(traj),
+        spec_(world.spec()),
+        beta_(beta),
+        team_targets_(team_targets),
+        returns_(episode_returns) {
+    const auto e = static_cast<std::size_t>(world.copies());
+    fb_.reward.resize(e * static_cast<std::size_t>(world.local_agents()));
+    fb_.done.resize(e);
+    fb_.truncated.resize(e);
+    fb_.terminal.resize(e);
+  }
+
+  RolloutTotals run(int it, int steps, LoopTimes& times) {
+    const int n = world_.num_agents(), e = world_.copies(), k = world_.local_agents();
+    const int nc = static_cast<int>(spec_.reward_components.size());
+    RolloutTotals sum;
+    sum.components.assign(static_cast<std::size_t>(nc), 0.0);
+    agent_.set_training(true);
+    for (int t = 0; t < steps; ++t) {
+      maybe_inject_fault(world_.comm().rank(), it, t);
+      const double a0 = now();
+      agent_.act(world_.policy_input(), actions_);
+      times.act += now() - a0;
+      traj_.before_step(world_, it, actions_, agent_);
+      world_.step(actions_);
+      check_env_finite(world_, spec_, it, t);
+      for (int c = 0; c < e; ++c) {
+        double total = 0;
+        for (int a = 0; a < n; ++a) {
+          total += world_.reward(c, a);
+          for (int i = 0; i < nc; ++i)
+            sum.components[static_cast<std::size_t>(i)] += world_.component(c, a, i);
+        }
+        sum.system_reward += total;
+        returns_[static_cast<std::size_t>(c)] += total;
+        for (int kk = 0; kk < k; ++kk)
+          fb_.reward[static_cast<std::size_t>(c * k + kk)] = static_cast<float>(
+              learner_reward(spec_, n, world_.first_agent() + kk, beta_, team_targets_, total,
+                             [&](int j) { return world_.reward(c, j); }));
+        fb_.done[static_cast<std::size_t>(c)] = world_.done(c) ? 1 : 0;
+        fb_.truncated[static_cast<std::size_t>(c)] = world_.truncated(c) ? 1 : 0;
+        if (world_.done(c)) {
+          fb_.terminal[static_cast<std::size_t>(c)] = world_.terminal_obs(c);
+          sum.finished_returns += returns_[static_cast<std::size_t>(c)];
+          returns_[static_cast<std::size_t>(c)] = 0;
+          ++sum.episodes;
+        }
+      }
+      const double a1 = now();
+      agent_.record(fb_);
+      times.act += now() - a1;
+      traj_.after_step(world_);
+    }
+    return sum;
+  }
+
+ private:
+  World& world_;
+  Learner& agent_;
+  TrajectoryRecorder& traj_;
+  const EnvSpec& spec_;
+  double beta_;
+  bool team_targets_;
+  std::vector<double>& returns_;
+  StepFeedback fb_;
+  std::vector<int> actions_;
+};
+
+/// An iteration's figures from its rollout and update: per slot, each component summed over
+/// agents (or, for a mean component, averaged over them).
+IterationRecord figures(const EnvSpec& spec, int n, double slots, const RolloutTotals& roll,
+                        const UpdateStats& us) {
+  IterationRecord r;
+  r.episodes = roll.episodes;
+  r.reward_per_slot = roll.system_reward / slots;
+  r.episode_return = roll.episodes > 0 ? roll.finished_returns / roll.episodes : std::nan("");
+  for (std::size_t i = 0; i < roll.components.size(); ++i)
+    r.components_per_slot.push_back(roll.components[i] / slots /
+                                    (spec.component_is_mean(i) ? n : 1));
+  r.update = &us;
+  return r;
+}
+
+/// This rank's seconds in the iteration that began at `it0`, when the world's and the loop's
+/// clocks read `before` and `loop_before`.
+void add_timings(IterationRecord& r, double it0, const StepTimes& before,
+                 const LoopTimes& loop_before, const StepTimes& w, const LoopTimes& loop,
+                 double max_rss) {
+  r.wall_s = now() - it0;
+  r.env_s = w.env - before.env;
+  r.exchange_s = w.exchange - before.exchange;
+  r.gather_s = w.gather - before.gather;
+  r.act_s = loop.act - loop_before.act;
+  r.update_s = loop.update - loop_before.update;
+  r.allreduce_s = loop.allreduce - loop_before.allreduce;
+  r.log_s = loop.log - loop_before.log;
+  r.max_rss_mib = max_rss;
+}
+
+/// Collective: checkpoint `state.iteration`, with the trajectory rows it covers.
+void save_checkpoint(const dist::Comm& comm, const RunConfig& run, const std::string& config,
+                     const World& world, const Learner& agent, const TrajectoryRecorder& traj,
+                     TrainerState state) {
+  Manifest header;
+  header.traj_segment = traj.segment();
+  header.traj_rows = traj.rows();
+  header.agents_per_rank = world.local_agents();
+  header.envs_per_rank = world.copies();
+  header.config_fingerprint = config_fingerprint(config);
+  dist::heartbeat("checkpoint");
+  write_checkpoint(comm, run.run_dir, state.iteration, run.keep_checkpoints, header,
+                   [&](const std::string& dir) {
+                     agent.save(dir + "/" + ckpt_model_file(comm.rank()));
+                     state.world = world.save_state();
+                     state.save(dir + "/" + ckpt_state_file(comm.rank()));
+                   });
+}
+
+}  // namespace
+
 TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const EnvFactory& factory,
                    const dist::Comm& comm, const std::string& resolved_config,
                    const std::string& resume_from) {
+  // Setup: the run directory, the world, the learner, a resumed run's state, the outputs.
   const bool root = comm.is_root();
   if (root) {
     std::filesystem::create_directories(run.run_dir);
     write_file_atomic(run.run_dir + "/config.toml", resolved_config);
   }
   comm.barrier();
-
   World world(factory, comm, run.agents_per_rank, run.envs_per_rank, run.seed);
   const EnvSpec& spec = world.spec();
-  const int n = world.num_agents(), e = world.copies(), k = world.local_agents();
-  const int nc = static_cast<int>(spec.reward_components.size());
+  const int n = world.num_agents(), e = world.copies(), k = world.local_agents(),
+            T = learner.rollout_steps;
   auto agent = learner.make({&spec, &comm, n, world.first_agent(), k, e, run.seed});
   world.set_common_episodes(agent->common_episodes());
-  const int T = learner.rollout_steps;
-  const double beta = learner.team_reward;
   check_env(run, spec);
-  const bool team_targets = run.team_scope == "targets";
-
-  // Resume: the checkpoint's trainer and world state (read before any file is touched).
-  int start_iteration = 1;
-  std::int64_t env_steps = 0;
-  std::vector<double> ep_return(static_cast<std::size_t>(e), 0.0);
-  std::vector<std::byte> world_state;
-  if (!resume_from.empty()) {
-    const std::string sp = resume_from + "/" + ckpt_state_file(comm.rank());
-    std::ifstream in(sp, std::ios::binary);
-    std::vector<std::byte> bytes;
-    if (in) {
-      std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      bytes.resize(raw.size());
-      if (!raw.empty()) std::memcpy(bytes.data(), raw.data(), raw.size());
-    }
-    ByteReader r(bytes.data(), bytes.size(), sp);
-    if (r.get<std::uint32_t>() != kTrainerStateMagic)
-      MARLSCHED_THROW(InputError, sp << ": not a marlsched trainer state");
-    start_iteration = r.get<std::int32_t>() + 1;
-    env_steps = r.get<std::int64_t>();
-    ep_return = r.get_vector<double>();
-    world_state = r.get_vector<std::byte>();
-    if (static_cast<int>(ep_return.size()) != e)
-      MARLSCHED_THROW(InputError, sp << ": wrong layout");
+  const bool resuming = !resume_from.empty();
+  TrainerState state{0, 0, std::vector<double>(static_cast<std::size_t>(e), 0.0), {}};
+  TrajectoryRecorder::Resume traj_from;
+  if (resuming) {
+    state = TrainerState::load(resume_from + "/" + ckpt_state_file(comm.rank()), e);
     agent->load(resume_from + "/" + ckpt_model_file(comm.rank()));
-  }
-
-  // Trajectories: a fresh run starts segment 0; a resumed run cuts the checkpoint's segment back
-  // to the checkpoint and starts the next one, so no step is on disk twice.
-  int traj_segment = -1;
-  std::int64_t traj_rows = 0;
-  if (!resume_from.empty()) {
     const Manifest m = read_manifest(resume_from + "/MANIFEST");
-    traj_segment = m.traj_segment;
-    traj_rows = m.traj_rows;
+    traj_from = {m.traj_segment, m.traj_rows};
   }
-  if (root) cut_segments_for_resume(run.run_dir, traj_segment, traj_rows, start_iteration - 1);
-  comm.barrier();
-  std::unique_ptr<TrajectoryWriter> traj;
-  TrajStep ts;
-  if (run.traj.every > 0 && start_iteration <= run.iterations) {
-    TrajMeta meta;
-    meta.spec = spec;
-    meta.algo = run.algo;
-    meta.config_toml = resolved_config;
-    meta.seed = run.seed;
-    meta.agents_per_rank = k;
-    meta.worlds = e;
-    meta.rollout_steps = T;
-    meta.segment = traj_segment + 1;
-    meta.first_iteration = start_iteration;
-    traj = std::make_unique<TrajectoryWriter>(
-        comm, run.traj, traj_segment_path(run.run_dir, meta.segment), meta, run.threads);
-    traj_segment = meta.segment;
-    traj_rows = 0;
-  }
-  const int d = spec.obs_dim();
-  // This rank's rows of a copy's global observations, into `out` at [copy * K + k][d].
-  auto local_obs = [&](const GlobalObs& g, int c, std::vector<float>& out) {
-    std::memcpy(out.data() + static_cast<std::size_t>(c * k * d), g.row(world.first_agent()),
-                static_cast<std::size_t>(k * d) * sizeof(float));
-  };
-  const auto ek = static_cast<std::size_t>(e * k);
-  ts.observations.resize(ek * static_cast<std::size_t>(d));
-  ts.next_observations.resize(ts.observations.size());
-  ts.rewards.resize(ek);
-  ts.reward_components.resize(ek * static_cast<std::size_t>(nc));
-  ts.terminations.resize(static_cast<std::size_t>(e));
-  ts.truncations.resize(static_cast<std::size_t>(e));
-  ts.episode_ids.resize(static_cast<std::size_t>(e));
-  ts.episode_steps.resize(static_cast<std::size_t>(e));
-
-  std::ofstream metrics, timing;
-  std::unique_ptr<TensorBoardWriter> tb;
+  const int first = state.iteration + 1;
+  TrajMeta meta{spec, run.algo, resolved_config, run.seed, k, e, T, 0, first};
+  TrajectoryRecorder traj(comm, world, run.traj, run.run_dir, meta, run.iterations, run.threads,
+                          traj_from);
+  MetricsSink sink(root, run.run_dir, spec, agent->stat_names(), run.iterations, run.tensorboard,
+                   run.quiet, first, state.agent_steps, resuming);
   if (root) {
-    const bool resuming = !resume_from.empty();
-    if (resuming) {
-      truncate_rows(run.run_dir + "/metrics.csv", start_iteration - 1);
-      truncate_rows(run.run_dir + "/timing.csv", start_iteration - 1);
-    }
-    const auto mode = resuming ? std::ios::app : std::ios::trunc;
-    metrics.open(run.run_dir + "/metrics.csv", std::ios::out | mode);
-    timing.open(run.run_dir + "/timing.csv", std::ios::out | mode);
-    if (!metrics || !timing)
-      MARLSCHED_THROW(InputError, "cannot write into '" << run.run_dir << "'");
-    if (!resuming) {
-      metrics << "iteration,agent_steps,episodes,system_reward_per_slot,episode_return";
-      for (std::size_t i = 0; i < spec.reward_components.size(); ++i)
-        metrics << ',' << spec.component_label(i) << "_per_slot";
-      for (const auto& st : agent->stat_names()) metrics << ',' << st.column;
-      metrics << '\n';
-      timing << "iteration,wall_s,env_s,exchange_s,gather_s,act_s,update_s,allreduce_s,log_s,"
-                "max_rss_mib\n";
-    }
-    metrics << std::setprecision(9);
-    if (run.tensorboard) {
-      tb = std::make_unique<TensorBoardWriter>(run.run_dir + "/tb");
-      if (resuming) tb->session_start(env_steps);
-    }
     if (resuming)
-      std::cout << "resuming from " << resume_from << " at iteration " << start_iteration
-                << std::endl;
+      std::cout << "resuming from " << resume_from << " at iteration " << first << std::endl;
     std::cout << "marlsched train: env " << spec.name << ", algo " << run.algo << ", " << n
               << " agents on " << comm.size() << (comm.size() == 1 ? " rank (" : " ranks (") << k
               << " per rank), " << e << " env copies per rank, " << T << " steps per rollout, "
               << run.iterations << " iterations, run dir " << run.run_dir << std::endl;
   }
-
-  if (world_state.empty())
+  if (state.world.empty())
     world.reset();
   else
-    world.load_state(world_state);
+    world.load_state(state.world);
+  Rollout rollout(world, *agent, traj, learner.team_reward, run.team_scope == "targets",
+                  state.episode_returns);
+
+  // The timed loop: rollout, update, record, checkpoint.
   comm.barrier();
   const double start = now();
+  const std::int64_t steps_at_start = state.agent_steps;
   TrainSummary sum;
-  double t_act = 0, t_update = 0, t_allreduce = 0, t_log = 0, writer_seconds = 0;
-  StepFeedback fb;
-  fb.reward.resize(static_cast<std::size_t>(e * k));
-  fb.done.resize(static_cast<std::size_t>(e));
-  fb.truncated.resize(static_cast<std::size_t>(e));
-  fb.terminal.resize(static_cast<std::size_t>(e));
-  std::vector<int> actions;
-  const std::int64_t steps_at_start = env_steps;
-  for (int it = start_iteration; it <= run.iterations; ++it) {
+  LoopTimes times;
+  for (int it = first; it <= run.iterations; ++it) {
     maybe_inject_fault(comm.rank(), it, -1);
     const double it0 = now();
     const StepTimes before = world.times();
-    const double act0 = t_act, update0 = t_update, allreduce0 = t_allreduce, log0 = t_log;
-    double sys_reward = 0, finished_returns = 0;
-    int episodes = 0;
-    std::vector<double> comp(static_cast<std::size_t>(nc), 0.0);
-    agent->set_training(true);
-    for (int t = 0; t < T; ++t) {
-      maybe_inject_fault(comm.rank(), it, t);
-      const double a0 = now();
-      agent->act(world.policy_input(), actions);
-      t_act += now() - a0;
-      if (traj) {
-        const double l0 = now();
-        ts.iteration = it;
-        for (int c = 0; c < e; ++c) {
-          local_obs(world.obs(c), c, ts.observations);
-          ts.episode_ids[static_cast<std::size_t>(c)] =
-              static_cast<std::int64_t>(world.episode_index(c)) * e + c;
-          ts.episode_steps[static_cast<std::size_t>(c)] = world.episode_step(c);
-        }
-        ts.actions.assign(actions.begin(), actions.end());
-        ts.log_probs = agent->last_log_probs();
-        ts.values = agent->last_values();
-        t_log += now() - l0;
-      }
-      world.step(actions);
-      check_env_finite(world, spec, it, t);
-      for (int c = 0; c < e; ++c) {
-        double total = 0;
-        for (int a = 0; a < n; ++a) {
-          total += world.reward(c, a);
-          for (int i = 0; i < nc; ++i)
-            comp[static_cast<std::size_t>(i)] += world.component(c, a, i);
-        }
-        sys_reward += total;
-        ep_return[static_cast<std::size_t>(c)] += total;
-        for (int kk = 0; kk < k; ++kk)
-          fb.reward[static_cast<std::size_t>(c * k + kk)] = static_cast<float>(
-              learner_reward(spec, n, world.first_agent() + kk, beta, team_targets, total,
-                             [&](int j) { return world.reward(c, j); }));
-        fb.done[static_cast<std::size_t>(c)] = world.done(c) ? 1 : 0;
-        fb.truncated[static_cast<std::size_t>(c)] = world.truncated(c) ? 1 : 0;
-        if (world.done(c)) {
-          fb.terminal[static_cast<std::size_t>(c)] = world.terminal_obs(c);
-          finished_returns += ep_return[static_cast<std::size_t>(c)];
-          ep_return[static_cast<std::size_t>(c)] = 0;
-          ++episodes;
-        }
-      }
-      const double a1 = now();
-      agent->record(fb);
-      t_act += now() - a1;
-      if (traj) {
-        const double l0 = now();
-        for (int c = 0; c < e; ++c) {
-          for (int kk = 0; kk < k; ++kk) {
-            const auto i = static_cast<std::size_t>(c * k + kk);
-            const int a = world.first_agent() + kk;
-            ts.rewards[i] = world.reward(c, a);
-            for (int j = 0; j < nc; ++j)
-              ts.reward_components[i * static_cast<std::size_t>(nc) + static_cast<std::size_t>(j)] =
-                  world.component(c, a, j);
-          }
-          const bool done = world.done(c), trunc = world.truncated(c);
-          ts.terminations[static_cast<std::size_t>(c)] = done && !trunc ? 1 : 0;
-          ts.truncations[static_cast<std::size_t>(c)] = trunc ? 1 : 0;
-          local_obs(done ? world.terminal_obs(c) : world.obs(c), c, ts.next_observations);
-        }
-        traj->append(ts);
-        t_log += now() - l0;
-      }
-    }
+    const LoopTimes times0 = times;
+    const RolloutTotals roll = rollout.run(it, T, times);
+
     const double u0 = now();
     dist::heartbeat("update");
     UpdateStats us = agent->update(world.policy_input());
     maybe_poison_stats(it, us);
     if (root) check_update_finite(us, agent->stat_names(), run.algo, it);
-    t_update += now() - u0 - us.time_allreduce;
-    t_allreduce += us.time_allreduce;
+    times.update += now() - u0 - us.time_allreduce;
+    times.allreduce += us.time_allreduce;
+
     // A stop request (Slurm's warning signal, SIGTERM, SIGINT) on any rank stops every rank
     // after this same update; the same tiny max-allreduce brings the largest resident set.
     double agreed[2] = {it < run.iterations ? static_cast<double>(stop_requested()) : 0.0,
                         rss_mib()};
     comm.allreduce_max(agreed, 2);
     const int stop_signal = static_cast<int>(agreed[0]);
-    const double max_rss = agreed[1];
     const bool last = it == run.iterations || stop_signal != 0;
     const bool checkpoint_now =
         (run.checkpoint_every > 0 && it % run.checkpoint_every == 0) || stop_signal != 0;
-    if (traj && (it % run.traj.every == 0 || checkpoint_now || last)) {
-      const double l0 = now();
-      if (last)
-        traj->close(it);
-      else
-        traj->flush(it, checkpoint_now);
-      traj_rows = traj->rows_written();
-      writer_seconds = traj->writer_seconds();
-      t_log += now() - l0;
-    }
-    env_steps += static_cast<std::int64_t>(T) * e * comm.size() * k;
-    const double slots = static_cast<double>(T) * e;
-    // A component per slot: its sum over agents, or its mean for a mean component.
-    const auto per_slot = [&](int i) {
-      return comp[static_cast<std::size_t>(i)] / slots /
-             (spec.component_is_mean(static_cast<std::size_t>(i)) ? n : 1);
-    };
+    traj.end_iteration(it, checkpoint_now, last);
+    times.log = traj.seconds();
+    times.writer = traj.writer_seconds();
+    state.agent_steps += static_cast<std::int64_t>(T) * e * comm.size() * k;
+    state.iteration = it;
     if (it % run.check_every == 0 || it == run.iterations) {
       const bool same = agent->shared_parameters_identical();
       sum.parameters_identical = sum.parameters_identical && same;
       if (!same)
         MARLSCHED_THROW(Error, "shared parameters diverged across ranks at iteration " << it);
     }
-    if (root) {
-      const double elapsed = now() - start;
-      const double sps = static_cast<double>(env_steps - steps_at_start) / std::max(1e-9, elapsed);
-      const double eta = elapsed / (it - start_iteration + 1) * (run.iterations - it);
-      metrics << it << ',' << env_steps << ',' << episodes << ',' << sys_reward / slots << ','
-              << (episodes > 0 ? finished_returns / episodes : std::nan(""));
-      for (int i = 0; i < nc; ++i) metrics << ',' << per_slot(i);
-      for (double v : us.values) metrics << ',' << v;
-      metrics << '\n';
-      if (!metrics.flush())
-        MARLSCHED_THROW(InputError, "cannot write '" << run.run_dir
-                                                     << "/metrics.csv': " << std::strerror(errno));
-      if (tb) {
-        std::vector<std::pair<std::string, float>> sc = {
-            {"reward/system_per_slot", static_cast<float>(sys_reward / slots)}};
-        if (episodes > 0)
-          sc.emplace_back("reward/episode_return", static_cast<float>(finished_returns / episodes));
-        for (int i = 0; i < nc; ++i)
-          sc.emplace_back(
-              "reward/" + spec.component_label(static_cast<std::size_t>(i)) + "_per_slot",
-              static_cast<float>(per_slot(i)));
-        const auto& names = agent->stat_names();
-        for (std::size_t i = 0; i < names.size(); ++i)
-          sc.emplace_back(names[i].tag, static_cast<float>(us.values[i]));
-        sc.insert(sc.end(), {{"perf/agent_steps_per_s", static_cast<float>(sps)},
-                             {"perf/iteration_s", static_cast<float>(now() - it0)}});
-        tb->scalars(env_steps, sc);
-      }
-      const StepTimes& w = world.times();
-      timing << it << ',' << now() - it0 << ',' << w.env - before.env << ','
-             << w.exchange - before.exchange << ',' << w.gather - before.gather << ','
-             << t_act - act0 << ',' << t_update - update0 << ',' << t_allreduce - allreduce0 << ','
-             << t_log - log0 << ',' << max_rss << '\n';
-      if (!timing.flush())
-        MARLSCHED_THROW(InputError, "cannot write '" << run.run_dir
-                                                     << "/timing.csv': " << std::strerror(errno));
-      if (!run.quiet) {
-        std::ostringstream os;
-        // Steps count agent-steps (rollout steps x env copies x agents); the reward and its
-        // components are per slot, summed over agents (mean_* averaged over them).
-        os << std::fixed << "iter " << std::setw(4) << it << "/" << run.iterations
-           << " | agent-steps " << std::setw(8) << env_steps << " | " << std::setprecision(0)
-           << std::setw(6) << sps << " agent-steps/s | per slot, all agents: reward "
-           << std::setprecision(3) << std::setw(8) << sys_reward / slots;
-        for (int i = 0; i < nc; ++i)
-          os << " " << spec.component_label(static_cast<std::size_t>(i)) << " "
-             << std::setprecision(2) << per_slot(i);
-        os << " |" << std::setprecision(4);
-        const auto& names = agent->stat_names();
-        for (std::size_t i = 0; i < names.size() && i < 4; ++i) {
-          os << " " << names[i].column << " ";
-          // A statistic without a value yet (no gradient step: a replay buffer warming up)
-          // shows as "-"; a NaN after a step stopped the run above.
-          if (std::isnan(us.values[i]) && !us.stepped)
-            os << "-";
-          else
-            os << us.values[i];
-        }
-        os << " | ETA " << fmt_eta(eta);
-        std::cout << os.str() << std::endl;
-      }
-    }
-    if (checkpoint_now) {
-      Manifest header;
-      header.traj_segment = traj_segment;
-      header.traj_rows = traj_rows;
-      header.agents_per_rank = k;
-      header.envs_per_rank = e;
-      header.config_fingerprint = config_fingerprint(resolved_config);
-      dist::heartbeat("checkpoint");
-      write_checkpoint(
-          comm, run.run_dir, it, run.keep_checkpoints, header, [&](const std::string& dir) {
-            agent->save(dir + "/" + ckpt_model_file(comm.rank()));
-            ByteWriter w;
-            w.put(kTrainerStateMagic);
-            w.put<std::int32_t>(it);
-            w.put<std::int64_t>(env_steps);
-            w.put_vector(ep_return);
-            w.put_vector(world.save_state());
-            write_file(dir + "/" + ckpt_state_file(comm.rank()),
-                       std::string_view(reinterpret_cast<const char*>(w.bytes().data()),
-                                        w.bytes().size()));
-          });
-    }
+    IterationRecord r = figures(spec, n, static_cast<double>(T) * e, roll, us);
+    r.iteration = it;
+    r.agent_steps = state.agent_steps;
+    const double elapsed = now() - start;
+    r.agent_steps_per_s =
+        static_cast<double>(state.agent_steps - steps_at_start) / std::max(1e-9, elapsed);
+    r.eta_s = elapsed / (it - first + 1) * (run.iterations - it);
+    add_timings(r, it0, before, times0, world.times(), times, agreed[1]);
+    sink.record(r);
+    if (checkpoint_now) save_checkpoint(comm, run, resolved_config, world, *agent, traj, state);
     if (stop_signal != 0) {
       sum.stop_signal = stop_signal;
       sum.iterations = it;
@@ -612,62 +454,16 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
       break;
     }
   }
+
+  // The end: every rank's model, and the slowest rank's report.
   comm.barrier();
   sum.wall_seconds = now() - start;
   if (sum.stop_signal == 0) sum.iterations = run.iterations;
-  sum.env_steps = env_steps;
+  sum.env_steps = state.agent_steps;
   agent->save(model_path(run.run_dir, comm.rank()));
-
-  // The time split of the busiest rank: the one with the most time outside communication (the
-  // others wait for it inside the collectives). Its own shares of the wall time, with "other"
-  // (bookkeeping, metrics, checkpoints), add up to 100 %; a second line gives the spread of
-  // that busy time over the ranks (load imbalance).
-  const StepTimes& w = world.times();
-  constexpr int kParts = 7, kRow = kParts + 2;
-  const double mine[kRow] = {w.env,       w.exchange, w.gather,       t_act,         t_update,
-                             t_allreduce, t_log,      peak_rss_mib(), writer_seconds};
-  std::vector<double> all(static_cast<std::size_t>(kRow * comm.size()));
-  comm.allgather(mine, kRow, all.data());
-  const auto at = [&](int r, int j) { return all[static_cast<std::size_t>(r * kRow + j)]; };
-  const auto busy = [&](int r) { return at(r, 0) + at(r, 3) + at(r, 4) + at(r, 6); };
-  int busiest = 0;
-  double busy_sum = 0, busy_min = busy(0), peak_rss = 0;
-  for (int r = 0; r < comm.size(); ++r) {
-    if (busy(r) > busy(busiest)) busiest = r;
-    busy_sum += busy(r);
-    busy_min = std::min(busy_min, busy(r));
-    peak_rss = std::max(peak_rss, at(r, kParts));
-  }
-  if (root && start_iteration > run.iterations) {
-    std::cout << "nothing to do: the run already has " << run.iterations << " iterations"
-              << std::endl;
-  } else if (root) {
-    const double wall = std::max(1e-9, sum.wall_seconds);
-    const char* names[kParts] = {"env step",          "work exchange (alltoallv)", "obs allgather",
-                                 "policy forward",    "update fwd/bwd+optim",      "grad allreduce",
-                                 "trajectory logging"};
-    std::cout << "time split of rank " << busiest << (comm.size() > 1 ? ", the busiest" : "")
-              << " (" << std::fixed << std::setprecision(2) << wall << " s wall, "
-              << std::setprecision(0) << static_cast<double>(env_steps - steps_at_start) / wall
-              << " agent-steps/s):";
-    double accounted = 0;
-    for (int i = 0; i < kParts; ++i) {
-      accounted += at(busiest, i);
-      std::cout << (i ? ", " : " ") << names[i] << " " << std::setprecision(1)
-                << 100.0 * at(busiest, i) / wall << "%";
-    }
-    std::cout << ", other " << 100.0 * std::max(0.0, wall - accounted) / wall << "%";
-    if (at(busiest, kParts + 1) > 0)
-      std::cout << "\ntrajectory writer thread (beside the training thread, not in the split): "
-                << std::setprecision(2) << at(busiest, kParts + 1) << " s";
-    if (comm.size() > 1)
-      std::cout << "\nbusy time (env step, policy forward, update, logging) over " << comm.size()
-                << " ranks: max " << std::setprecision(2) << busy(busiest) << " s, min " << busy_min
-                << " s, max/mean " << busy(busiest) / std::max(1e-9, busy_sum / comm.size());
-    std::cout << "\npeak resident memory (largest rank): " << std::setprecision(0) << peak_rss
-              << " MiB\nparameters identical on all ranks: "
-              << (sum.parameters_identical ? "yes" : "NO") << std::endl;
-  }
+  report_time_split(comm, world.times(), times, sum.wall_seconds,
+                    state.agent_steps - steps_at_start, sum.parameters_identical,
+                    first <= run.iterations, run.iterations);
   return sum;
 }
 

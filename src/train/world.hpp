@@ -14,8 +14,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/policy.hpp"
 #include "core/env.hpp"
+#include "core/policy.hpp"
 #include "dist/comm.hpp"
 
 namespace marlsched {

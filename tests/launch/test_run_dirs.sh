@@ -37,8 +37,9 @@ mpi 2 "$BIN" "${ARGS[@]}" --iterations 3 --no-eval-after --run-dir run --force >
   || fail "--force removed files that are not the run's"
 pass "--force starts afresh and keeps the user's and Slurm's files"
 
-# A second job into a directory in use: refused at once; the first job finishes intact.
-mpi 2 "$BIN" "${ARGS[@]}" --iterations 60 --no-eval-after --traj-every 1 --run-dir busy > busy.log &
+# A second job into a directory in use: refused at once; the first job finishes intact (400
+# iterations, so that it is still running when the second starts).
+mpi 2 "$BIN" "${ARGS[@]}" --iterations 400 --no-eval-after --traj-every 1 --run-dir busy > busy.log &
 first=$!
 for _ in $(seq 600); do
   [ -f busy/metrics.csv ] && [ "$(wc -l < busy/metrics.csv)" -ge 3 ] && break
@@ -48,13 +49,13 @@ done
 expect_error "a second job into a busy run directory" 2 "in use by another marlsched job (pid [0-9]* on .* since" \
   -- mpi 2 "$BIN" "${ARGS[@]}" --iterations 3 --run-dir busy --force
 wait "$first" || fail "the first job failed: $(cat busy.log)"
-[ "$(tail -n +2 busy/metrics.csv | wc -l)" -eq 60 ] || fail "the first job's metrics.csv is damaged"
+[ "$(tail -n +2 busy/metrics.csv | wc -l)" -eq 400 ] || fail "the first job's metrics.csv is damaged"
 /usr/bin/python3 -c 'import h5py' 2> /dev/null && /usr/bin/python3 - <<'PY'
 import h5py
 with h5py.File("busy/trajectories/segment-000.h5") as f:
     assert f.attrs["complete"] == 1 and f["actions"].shape[0] == f.attrs["rows"], "trajectory damaged"
 PY
-pass "the busy job finished intact (60 rows, complete trajectory file)"
+pass "the busy job finished intact (400 rows, complete trajectory file)"
 
 # A killed job leaves no lock: the next job starts.
 rc=0
