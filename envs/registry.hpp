@@ -1,10 +1,10 @@
 #pragma once
 /// \file registry.hpp
 /// The table of environments (an explicit table: static self-registration can be dropped by the
-/// linker). Adding an environment takes today: a folder under envs/ (config, spec, shards), an
-/// EnvFactory class and one row in registry.cpp, its heuristic baselines in agents/baselines
-/// with a row in their table (heuristics.cpp), and its sources in envs/CMakeLists.txt. Issue 24
-/// brings this down to one folder and one row.
+/// linker). An env is a folder under envs/: its config, spec and shards, and entry.cpp with its
+/// EnvFactory and the row it contributes (`<env>::entry()`), listed in registry.cpp's table;
+/// plus its sources in envs/CMakeLists.txt and, today still, its heuristic baselines in
+/// agents/baselines (issue 24 moves them into the env's folder).
 
 #include <functional>
 #include <memory>

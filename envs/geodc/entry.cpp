@@ -1,0 +1,59 @@
+/// \file entry.cpp
+/// The geodc env's row of the env table: its name, description, config and factory.
+
+#include <cmath>
+#include <iostream>
+
+#include "envs/registry.hpp"
+#include "geodc/geodc.hpp"
+#include "geodc/oracle.hpp"
+
+namespace marlsched::geodc {
+
+namespace {
+
+class GeoDcFactory final : public EnvFactory {
+ public:
+  GeoDcFactory(const Config& cfg, int num_agents)
+      : cfg_(std::make_shared<Config>(cfg)),
+        spec_(std::make_shared<EnvSpec>(make_spec(cfg, num_agents))),
+        sites_(load_sites(cfg, num_agents)) {}
+  const EnvSpec& spec() const override { return *spec_; }
+  std::unique_ptr<marlsched::Shard> make_shard(int agent) const override {
+    return std::make_unique<Shard>(cfg_, spec_, sites_.at(static_cast<std::size_t>(agent)), agent);
+  }
+  double episode_bound(std::uint64_t world_seed,
+                       const std::vector<std::uint64_t>& shard_seeds) const override {
+    std::vector<std::unique_ptr<marlsched::Shard>> owned;
+    std::vector<Shard*> shards;
+    for (int a = 0; a < static_cast<int>(spec_->targets.size()); ++a) {
+      owned.push_back(make_shard(a));
+      shards.push_back(static_cast<Shard*>(owned.back().get()));
+    }
+    const auto r = utility_bound(*cfg_, *spec_, shards, world_seed, shard_seeds);
+    if (std::isnan(r.utility))
+      std::cout << "oracle bound: skipped, the relaxation would exceed " << r.columns
+                << " columns at " << shards.size() << " sites (docs/envs/geodc.md)" << std::endl;
+    return r.utility;
+  }
+  std::vector<std::string> input_notes() const override {
+    return geodc::input_notes(*cfg_, sites_);
+  }
+
+ private:
+  std::shared_ptr<const Config> cfg_;
+  std::shared_ptr<const EnvSpec> spec_;
+  std::vector<std::shared_ptr<const SiteData>> sites_;
+};
+
+}  // namespace
+
+EnvEntry entry() {
+  return {"geodc", "geo-distributed AIGC training jobs over data centers (GLOBECOM'23 model)",
+          [] { return std::make_unique<Config>(); },
+          [](const EnvConfig& c, int n) -> std::unique_ptr<EnvFactory> {
+            return std::make_unique<GeoDcFactory>(dynamic_cast<const Config&>(c), n);
+          }};
+}
+
+}  // namespace marlsched::geodc
