@@ -1,7 +1,7 @@
 #pragma once
 /// \file registry.hpp
-/// The table of agents: learners (trained by `marlsched train`) and heuristic baselines (see
-/// agents/baselines/heuristics.hpp). Adding a learner takes today: a folder under agents/, a
+/// The table of learners (trained by `marlsched train`); the heuristic baselines are the envs'
+/// (envs/baselines.hpp). Adding a learner takes today: a folder under agents/, a
 /// member of LearnerConfigs with its bind line and include below, one row in registry.cpp's
 /// table, and its sources in agents/CMakeLists.txt. Issue 24 brings this down to one folder and
 /// one row.

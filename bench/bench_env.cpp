@@ -10,8 +10,8 @@
 
 #include <fstream>
 
-#include "agents/baselines/heuristics.hpp"
 #include "aset/aset.hpp"
+#include "envs/baselines.hpp"
 #include "envs/registry.hpp"
 #include "geodc/geodc.hpp"
 #include "lstcb/lstcb.hpp"

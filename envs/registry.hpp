@@ -3,8 +3,8 @@
 /// The table of environments (an explicit table: static self-registration can be dropped by the
 /// linker). An env is a folder under envs/: its config, spec and shards, and entry.cpp with its
 /// EnvFactory and the row it contributes (`<env>::entry()`), listed in registry.cpp's table;
-/// plus its sources in envs/CMakeLists.txt and, today still, its heuristic baselines in
-/// agents/baselines (issue 24 moves them into the env's folder).
+/// its heuristic baselines (baselines.cpp, named in the row); plus its sources in
+/// envs/CMakeLists.txt.
 
 #include <functional>
 #include <memory>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/env.hpp"
+#include "core/policy.hpp"
 
 namespace marlsched {
 
@@ -21,6 +22,12 @@ struct EnvEntry {
   std::function<std::unique_ptr<EnvConfig>()> make_config;
   /// Builds the factory for a validated config and the run's agent count (loads traces).
   std::function<std::unique_ptr<EnvFactory>(const EnvConfig&, int num_agents)> make_factory;
+  /// The env's heuristic baselines (envs/baselines.hpp), in table order, and their maker: null
+  /// for a name it does not know; a name may carry a parameter ("wait-awhile:0.1").
+  std::function<const std::vector<std::string>&()> baseline_names;
+  std::function<std::unique_ptr<Policy>(const std::string& name, const EnvSpec& spec,
+                                        std::uint64_t seed)>
+      make_baseline;
 };
 
 const std::vector<EnvEntry>& env_registry();

@@ -2,9 +2,9 @@
 
 #include <memory>
 
-#include "agents/baselines/heuristics.hpp"
 #include "agents/exported/torchscript_policy.hpp"
 #include "core/error.hpp"
+#include "envs/baselines.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
 

@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include "agents/archive_check.hpp"
-#include "agents/baselines/heuristics.hpp"
 #include "agents/exported/torchscript_policy.hpp"
 #include "commands.hpp"
 #include "core/blas.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
+#include "envs/baselines.hpp"
 #include "evaluate_all.hpp"
 #include "io/trajectory.hpp"
 #include "train/checkpoint.hpp"

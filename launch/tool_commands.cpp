@@ -9,13 +9,13 @@
 
 #include <unistd.h>
 
-#include "agents/baselines/heuristics.hpp"
 #include "commands.hpp"
 #include "core/csv.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
 #include "core/rng.hpp"
 #include "core/version.hpp"
+#include "envs/baselines.hpp"
 #include "geodc/geodc.hpp"
 #include "geodc/traces.hpp"
 #include "geodc/workload.hpp"

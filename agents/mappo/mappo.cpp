@@ -6,7 +6,6 @@
 #include <cmath>
 #include <sstream>
 
-#include "agents/baselines/heuristics.hpp"
 #include "agents/fused.hpp"
 #include "agents/mappo/ppo_loss.hpp"
 #include "agents/nn.hpp"
@@ -16,6 +15,7 @@
 #include "core/file.hpp"
 #include "core/rng.hpp"
 #include "dist/grad.hpp"
+#include "envs/baselines.hpp"
 #include "rollout/gae.hpp"
 
 namespace marlsched {

@@ -5,6 +5,13 @@
 #include "core/latency_histogram.hpp"
 #include "envs/registry.hpp"
 
+namespace marlsched {
+// The env's baselines (baselines.cpp).
+const std::vector<std::string>& edge_heuristic_names();
+std::unique_ptr<Policy> make_edge_heuristic(const std::string& name, const EnvSpec& spec,
+                                            std::uint64_t seed);
+}  // namespace marlsched
+
 namespace marlsched::aset {
 
 namespace {
@@ -34,11 +41,14 @@ class AsetFactory final : public EnvFactory {
 }  // namespace
 
 EnvEntry entry() {
-  return {"aset", "DNN inference queries over distributed edge clusters and a cloud (ASET model)",
+  return {"aset",
+          "DNN inference queries over distributed edge clusters and a cloud (ASET model)",
           [] { return std::make_unique<Config>(); },
           [](const EnvConfig& c, int n) -> std::unique_ptr<EnvFactory> {
             return std::make_unique<AsetFactory>(dynamic_cast<const Config&>(c), n);
-          }};
+          },
+          marlsched::edge_heuristic_names,
+          marlsched::make_edge_heuristic};
 }
 
 }  // namespace marlsched::aset

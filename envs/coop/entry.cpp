@@ -4,6 +4,13 @@
 #include "coop/coop.hpp"
 #include "envs/registry.hpp"
 
+namespace marlsched {
+// The env's baselines (baselines.cpp).
+const std::vector<std::string>& coop_heuristic_names();
+std::unique_ptr<Policy> make_coop_heuristic(const std::string& name, const EnvSpec& spec,
+                                            std::uint64_t seed);
+}  // namespace marlsched
+
 namespace marlsched::coop {
 
 namespace {
@@ -34,7 +41,9 @@ EnvEntry entry() {
           [] { return std::make_unique<Config>(); },
           [](const EnvConfig& c, int) -> std::unique_ptr<EnvFactory> {
             return std::make_unique<CoopFactory>(dynamic_cast<const Config&>(c));
-          }};
+          },
+          marlsched::coop_heuristic_names,
+          marlsched::make_coop_heuristic};
 }
 
 }  // namespace marlsched::coop

@@ -8,6 +8,13 @@
 #include "geodc/geodc.hpp"
 #include "geodc/oracle.hpp"
 
+namespace marlsched {
+// The env's baselines (baselines.cpp).
+const std::vector<std::string>& geodc_heuristic_names();
+std::unique_ptr<Policy> make_geodc_heuristic(const std::string& name, const EnvSpec& spec,
+                                             std::uint64_t seed);
+}  // namespace marlsched
+
 namespace marlsched::geodc {
 
 namespace {
@@ -49,11 +56,14 @@ class GeoDcFactory final : public EnvFactory {
 }  // namespace
 
 EnvEntry entry() {
-  return {"geodc", "geo-distributed AIGC training jobs over data centers (GLOBECOM'23 model)",
+  return {"geodc",
+          "geo-distributed AIGC training jobs over data centers (GLOBECOM'23 model)",
           [] { return std::make_unique<Config>(); },
           [](const EnvConfig& c, int n) -> std::unique_ptr<EnvFactory> {
             return std::make_unique<GeoDcFactory>(dynamic_cast<const Config&>(c), n);
-          }};
+          },
+          marlsched::geodc_heuristic_names,
+          marlsched::make_geodc_heuristic};
 }
 
 }  // namespace marlsched::geodc

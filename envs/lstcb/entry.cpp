@@ -5,6 +5,13 @@
 #include "envs/registry.hpp"
 #include "lstcb/lstcb.hpp"
 
+namespace marlsched {
+// The env's baselines (baselines.cpp).
+const std::vector<std::string>& batch_heuristic_names();
+std::unique_ptr<Policy> make_batch_heuristic(const std::string& name, const EnvSpec& spec,
+                                             std::uint64_t seed);
+}  // namespace marlsched
+
 namespace marlsched::lstcb {
 
 namespace {
@@ -42,7 +49,9 @@ EnvEntry entry() {
           [] { return std::make_unique<Config>(); },
           [](const EnvConfig& c, int n) -> std::unique_ptr<EnvFactory> {
             return std::make_unique<LstcbFactory>(dynamic_cast<const Config&>(c), n);
-          }};
+          },
+          marlsched::batch_heuristic_names,
+          marlsched::make_batch_heuristic};
 }
 
 }  // namespace marlsched::lstcb

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "agents/baselines/heuristics.hpp"
 #include "core/error.hpp"
+#include "envs/baselines.hpp"
 #include "geodc/geodc.hpp"
 #include "test_util.hpp"
 

@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
-#include "agents/baselines/heuristics.hpp"
 #include "agents/mappo/mappo.hpp"
 #include "bandit.hpp"
 #include "core/error.hpp"
+#include "envs/baselines.hpp"
 #include "geodc/geodc.hpp"
 #include "test_util.hpp"
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "agents/baselines/heuristics.hpp"
 #include "aset/aset.hpp"
+#include "envs/baselines.hpp"
 #include "envs/registry.hpp"
 #include "train/world.hpp"
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "agents/baselines/heuristics.hpp"
+#include "envs/baselines.hpp"
 #include "envs/registry.hpp"
 #include "geodc/geodc.hpp"
 #include "train/world.hpp"

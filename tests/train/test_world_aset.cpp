@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "agents/baselines/heuristics.hpp"
 #include "aset/aset.hpp"
+#include "envs/baselines.hpp"
 #include "envs/registry.hpp"
 #include "train/world.hpp"
 

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <iostream>
 
-#include "agents/baselines/heuristics.hpp"
 #include "dist/comm.hpp"
+#include "envs/baselines.hpp"
 #include "envs/registry.hpp"
 #include "geodc/geodc.hpp"
 #include "train/world.hpp"

@@ -1,4 +1,4 @@
-/// \file batch_heuristics.cpp
+/// \file baselines.cpp
 /// Batching baselines for the lstcb action layout (envs/lstcb): a long-timescale choice
 /// "B<max batch>,f<clock>,steer<share>" and a short-timescale mode "wait" | "timeout" |
 /// "dispatch" | "slack" | "single" | "dispatch+overflow>nbrK" | "slack+overflow>nbrK", read from
@@ -21,8 +21,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "agents/baselines/heuristics.hpp"
 #include "core/error.hpp"
+#include "envs/baselines.hpp"
 
 namespace marlsched {
 

@@ -1,4 +1,7 @@
-#include "agents/baselines/heuristics.hpp"
+/// \file baselines.cpp
+/// The geodc heuristic baselines (listed in envs/baselines.hpp), its part of the env's row.
+
+#include "envs/baselines.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -260,50 +263,14 @@ std::unique_ptr<Policy> make_geodc(const std::string& name, const EnvSpec& spec,
   return nullptr;
 }
 
-struct BaselineSet {
-  std::string env;
-  const std::vector<std::string>& (*names)();
-  std::unique_ptr<Policy> (*make)(const std::string&, const EnvSpec&, std::uint64_t);
-};
-
-const std::vector<BaselineSet>& baseline_table() {
-  static const std::vector<BaselineSet> table = {
-      {"geodc", geodc_names, make_geodc},
-      {"aset", edge_heuristic_names, make_edge_heuristic},
-      {"lstcb", batch_heuristic_names, make_batch_heuristic},
-      {"coop", coop_heuristic_names, make_coop_heuristic}};
-  return table;
-}
-
 }  // namespace
 
-const std::vector<std::string>& heuristic_names(const std::string& env) {
-  static const std::vector<std::string> all = [] {
-    std::vector<std::string> v;
-    for (const auto& set : baseline_table())
-      for (const auto& n : set.names())
-        if (std::find(v.begin(), v.end(), n) == v.end()) v.push_back(n);
-    return v;
-  }();
-  if (env.empty()) return all;
-  for (const auto& set : baseline_table())
-    if (set.env == env) return set.names();
-  static const std::vector<std::string> none;
-  return none;
+const std::vector<std::string>& geodc_heuristic_names() {
+  return geodc_names();
 }
-
-std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
-                                       std::uint64_t seed) {
-  // Each set's maker reads its names, parameters included ("wait-awhile:0.1"), and returns null
-  // for one it does not know.
-  for (const auto& set : baseline_table())
-    if (set.env == spec.name)
-      if (auto p = set.make(name, spec, derive_seed(seed, {0xBA5E}))) return p;
-  const auto& names = heuristic_names(spec.name);
-  std::string known;
-  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-  MARLSCHED_THROW(ConfigError, "unknown baseline '" << name << "' for env " << spec.name
-                                                    << " (known: " << known << ")");
+std::unique_ptr<Policy> make_geodc_heuristic(const std::string& name, const EnvSpec& spec,
+                                             std::uint64_t seed) {
+  return make_geodc(name, spec, seed);
 }
 
 }  // namespace marlsched

@@ -1,6 +1,7 @@
 #pragma once
-/// \file heuristics.hpp
-/// Heuristic baselines, one set per env (a table in heuristics.cpp).
+/// \file baselines.hpp
+/// Heuristic baselines, one set per env, in the env's folder (envs/<env>/baselines.cpp) and its
+/// table row (EnvEntry::baseline_names, make_baseline).
 ///
 /// geodc: for the geodc action layout (run or defer x targets, EnvSpec::targets: every site, or
 /// with --site-neighbours K the site and its K ring neighbours; "site" below means one of the
@@ -26,13 +27,13 @@
 ///                 index K; default tuned on training seeds): static spill-over routing to a
 ///                 large, green site. At that site itself it is local-only.
 ///
-/// aset (ASET's static policies; see edge_heuristics.cpp): local-only, cloud-only,
+/// aset (ASET's static policies; see envs/aset/baselines.cpp): local-only, cloud-only,
 /// least-loaded, random-proportional.
 ///
-/// lstcb (batching baselines; see batch_heuristics.cpp): no-batching, fixed-batch,
+/// lstcb (batching baselines; see envs/lstcb/baselines.cpp): no-batching, fixed-batch,
 /// timeout-batching, aimd, slack-batching.
 ///
-/// coop (the learners' test task; see coop_heuristics.cpp): random, follow-leader.
+/// coop (the learners' test task; see envs/coop/baselines.cpp): random, follow-leader.
 
 #include <memory>
 #include <string>
@@ -50,19 +51,5 @@ const std::vector<std::string>& heuristic_names(const std::string& env = "");
 /// rank count.
 std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
                                        std::uint64_t seed);
-
-/// The lstcb baselines (batch_heuristics.cpp).
-const std::vector<std::string>& batch_heuristic_names();
-std::unique_ptr<Policy> make_batch_heuristic(const std::string& name, const EnvSpec& spec,
-                                             std::uint64_t seed);
-
-/// The coop test task's baselines (coop_heuristics.cpp): random, follow-leader (the optimum).
-const std::vector<std::string>& coop_heuristic_names();
-std::unique_ptr<Policy> make_coop_heuristic(const std::string& name, const EnvSpec& spec,
-                                            std::uint64_t seed);
-/// The aset baselines (edge_heuristics.cpp).
-const std::vector<std::string>& edge_heuristic_names();
-std::unique_ptr<Policy> make_edge_heuristic(const std::string& name, const EnvSpec& spec,
-                                            std::uint64_t seed);
 
 }  // namespace marlsched

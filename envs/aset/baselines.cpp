@@ -1,4 +1,4 @@
-/// \file edge_heuristics.cpp
+/// \file baselines.cpp
 /// The static policies ASET is compared against, for the aset action layout (envs/aset):
 /// action h·(1 + K·S) + b, h = 1 sends what the cloud can serve in time to the cloud, b = 0
 /// keeps the rest local, b = 1 + t·S + s sends share s of it to neighbour t (K nearest). They
@@ -14,8 +14,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "agents/baselines/heuristics.hpp"
 #include "core/error.hpp"
+#include "envs/baselines.hpp"
 
 namespace marlsched {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "agents/baselines/heuristics.hpp"
 #include "core/error.hpp"
+#include "envs/baselines.hpp"
 
 namespace marlsched {
 
