@@ -226,6 +226,79 @@ struct Masac::Impl {
       std::copy(go.data, go.data + gw, g.begin() + static_cast<std::ptrdiff_t>(c) * gw);
     }
   }
+  /// One minibatch drawn from the replay ring: B transitions, each for one of this rank's agents.
+  struct Batch {
+    std::vector<float> s, s2, r, t;      ///< globals [B, gw] at s and s', reward, termination
+    std::vector<std::int64_t> a, agent;  ///< every agent's action [B, n]; the agent of each row
+  };
+
+  void draw_batch(Batch& bt) {
+    const int B = cfg.batch;
+    bt.s.resize(static_cast<std::size_t>(B * gw));
+    bt.s2.resize(bt.s.size());
+    bt.r.resize(static_cast<std::size_t>(B));
+    bt.t.resize(bt.r.size());
+    bt.a.resize(static_cast<std::size_t>(B * n));
+    bt.agent.resize(static_cast<std::size_t>(B));
+    for (int b = 0; b < B; ++b) {
+      const auto j =
+          static_cast<std::size_t>(sample_rng.below(static_cast<std::uint64_t>(replay.size)));
+      const auto kk = static_cast<std::size_t>(sample_rng.below(static_cast<std::uint64_t>(k)));
+      const auto bu = static_cast<std::size_t>(b);
+      std::copy_n(replay.obs.begin() + static_cast<std::ptrdiff_t>(j * gw), gw,
+                  bt.s.begin() + static_cast<std::ptrdiff_t>(bu * gw));
+      std::copy_n(replay.next_obs.begin() + static_cast<std::ptrdiff_t>(j * gw), gw,
+                  bt.s2.begin() + static_cast<std::ptrdiff_t>(bu * gw));
+      std::copy_n(replay.actions.begin() + static_cast<std::ptrdiff_t>(j * n), n,
+                  bt.a.begin() + static_cast<std::ptrdiff_t>(bu * n));
+      bt.r[bu] = replay.rewards[j * static_cast<std::size_t>(k) + kk];
+      bt.t[bu] = replay.term[j];
+      bt.agent[bu] = first + static_cast<std::int64_t>(kk);
+    }
+  }
+
+  /// The critics' target y = r + γ (1 − term) V(s'). SAC: the other agents' next actions
+  /// sampled from the current actor at s', the agent's own next action in expectation (discrete
+  /// soft value). MADDPG: every agent's next action sampled from the target actor (a hard
+  /// Gumbel-softmax sample).
+  torch::Tensor critic_target(const Batch& bt, const torch::Tensor& S2, const torch::Tensor& I,
+                              const torch::Tensor& R, const torch::Tensor& T,
+                              const torch::Tensor& rows, float alpha) {
+    torch::NoGradGuard g;
+    const int B = cfg.batch;
+    auto x2 = all_agent_inputs(bt.s2.data(), B);
+    auto& next_actor = ddpg ? ta : actor;
+    auto p2 = torch::softmax(next_actor->forward(nn::blob(x2, B * n, in, dev)), 1);
+    auto next = sample(p2, sample_rng);  // [B·n]
+    auto J2 = torch::from_blob(next.data(), {B, n}, torch::kInt64).clone().to(dev);
+    auto cx2 = critic_input(S2, J2, I);
+    auto qt = torch::min(t1->forward(cx2), t2->forward(cx2));
+    torch::Tensor v2;
+    if (ddpg) {
+      v2 = qt.gather(1, J2.index({rows, I}).unsqueeze(1)).squeeze(1);
+    } else {
+      auto own2 = p2.reshape({B, n, na}).index({rows, I});  // [B, na]
+      v2 = (own2 * (qt - alpha * torch::log(own2.clamp_min(1e-30)))).sum(1);
+    }
+    return R + static_cast<float>(cfg.gamma) * (1.0f - T) * v2;
+  }
+
+  /// The actor's loss with the other agents' stored actions, from its logits at s and the
+  /// critics' min Q(s, a_-i, ·). SAC: E_{a~π}[α log π(a) − min Q]. MADDPG, discrete: the critic's
+  /// value of a straight-through Gumbel-softmax sample of the agent's own action (hard one-hot
+  /// forward, softmax gradient), plus MADDPG's small penalty on the logits.
+  torch::Tensor actor_loss(const torch::Tensor& logits, const torch::Tensor& logp,
+                           const torch::Tensor& p, const torch::Tensor& qmin, float alpha) {
+    if (!ddpg) return (p * (alpha * logp - qmin)).sum(1).mean();
+    const int B = cfg.batch;
+    std::vector<float> gumbel(static_cast<std::size_t>(B * na));
+    for (auto& v : gumbel)
+      v = static_cast<float>(-std::log(-std::log(sample_rng.uniform(1e-20, 1.0))));
+    auto soft = torch::softmax(logits + nn::blob(gumbel, B, na, dev), 1);
+    auto hard = torch::one_hot(soft.argmax(1), na).to(torch::kFloat32);
+    auto onehot = hard - soft.detach() + soft;
+    return -(onehot * qmin).sum(1).mean() + 1e-3 * logits.pow(2).mean();
+  }
 };
 
 Masac::Masac(const MasacConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
@@ -352,57 +425,20 @@ UpdateStats Masac::update(const PolicyInput& last) {
   double s[4] = {0, 0, 0, 0};
   int steps = 0;
   const int B = m.cfg.batch;
-  std::vector<float> bs(static_cast<std::size_t>(B * m.gw)), bs2(bs.size()),
-      br(static_cast<std::size_t>(B)), bt(br.size());
-  std::vector<std::int64_t> ba(static_cast<std::size_t>(B * m.n)), bi(static_cast<std::size_t>(B));
+  Impl::Batch bt;
   const bool ready = m.replay.size >= m.cfg.warmup;  // same on every rank (lockstep)
   for (int u = 0; ready && u < m.cfg.updates; ++u) {
-    const rollout::Replay& rb = m.replay;
-    for (int b = 0; b < B; ++b) {
-      const auto j =
-          static_cast<std::size_t>(m.sample_rng.below(static_cast<std::uint64_t>(rb.size)));
-      const auto kk = static_cast<std::size_t>(m.sample_rng.below(static_cast<std::uint64_t>(m.k)));
-      const auto bu = static_cast<std::size_t>(b);
-      std::copy_n(rb.obs.begin() + static_cast<std::ptrdiff_t>(j * m.gw), m.gw,
-                  bs.begin() + static_cast<std::ptrdiff_t>(bu * m.gw));
-      std::copy_n(rb.next_obs.begin() + static_cast<std::ptrdiff_t>(j * m.gw), m.gw,
-                  bs2.begin() + static_cast<std::ptrdiff_t>(bu * m.gw));
-      std::copy_n(rb.actions.begin() + static_cast<std::ptrdiff_t>(j * m.n), m.n,
-                  ba.begin() + static_cast<std::ptrdiff_t>(bu * m.n));
-      br[bu] = rb.rewards[j * static_cast<std::size_t>(m.k) + kk];
-      bt[bu] = rb.term[j];
-      bi[bu] = m.first + static_cast<std::int64_t>(kk);
-    }
+    m.draw_batch(bt);
     const double t0 = now();
-    auto S = nn::blob(bs, B, m.gw, m.dev), S2 = nn::blob(bs2, B, m.gw, m.dev);
-    auto J = torch::from_blob(ba.data(), {B, m.n}, torch::kInt64).to(m.dev);
-    auto I = torch::from_blob(bi.data(), {B}, torch::kInt64).to(m.dev);
-    auto R = torch::from_blob(br.data(), {B}, torch::kFloat32).to(m.dev);
-    auto T = torch::from_blob(bt.data(), {B}, torch::kFloat32).to(m.dev);
+    auto S = nn::blob(bt.s, B, m.gw, m.dev), S2 = nn::blob(bt.s2, B, m.gw, m.dev);
+    auto J = torch::from_blob(bt.a.data(), {B, m.n}, torch::kInt64).to(m.dev);
+    auto I = torch::from_blob(bt.agent.data(), {B}, torch::kInt64).to(m.dev);
+    auto R = torch::from_blob(bt.r.data(), {B}, torch::kFloat32).to(m.dev);
+    auto T = torch::from_blob(bt.t.data(), {B}, torch::kFloat32).to(m.dev);
     const float alpha = static_cast<float>(m.alpha());
     const auto rows = torch::arange(B, torch::kInt64).to(m.dev);
-    // Critic target. SAC: the other agents' next actions sampled from the current actor at s',
-    // the agent's own next action in expectation (discrete soft value). MADDPG: every agent's
-    // next action sampled from the target actor (a hard Gumbel-softmax sample).
-    torch::Tensor y;
-    {
-      torch::NoGradGuard g;
-      auto x2 = m.all_agent_inputs(bs2.data(), B);
-      auto& next_actor = m.ddpg ? m.ta : m.actor;
-      auto p2 = torch::softmax(next_actor->forward(nn::blob(x2, B * m.n, m.in, m.dev)), 1);
-      auto next = m.sample(p2, m.sample_rng);  // [B·n]
-      auto J2 = torch::from_blob(next.data(), {B, m.n}, torch::kInt64).clone().to(m.dev);
-      auto cx2 = m.critic_input(S2, J2, I);
-      auto qt = torch::min(m.t1->forward(cx2), m.t2->forward(cx2));
-      torch::Tensor v2;
-      if (m.ddpg) {
-        v2 = qt.gather(1, J2.index({rows, I}).unsqueeze(1)).squeeze(1);
-      } else {
-        auto own2 = p2.reshape({B, m.n, m.na}).index({rows, I});  // [B, na]
-        v2 = (own2 * (qt - alpha * torch::log(own2.clamp_min(1e-30)))).sum(1);
-      }
-      y = R + static_cast<float>(m.cfg.gamma) * (1.0f - T) * v2;
-    }
+    // Critics: regress both Q(s, a) of the agent's own stored action on the target.
+    const torch::Tensor y = m.critic_target(bt, S2, I, R, T, rows, alpha);
     auto cx = m.critic_input(S, J, I);
     auto own_a = J.index({rows, I}).unsqueeze(1);
     auto qa1 = m.q1->forward(cx).gather(1, own_a).squeeze(1);
@@ -415,11 +451,11 @@ UpdateStats Masac::update(const PolicyInput& last) {
     const double tc2 = now();
     torch::nn::utils::clip_grad_norm_(m.critics(), m.cfg.max_grad_norm);
     m.opt_critic->step();
-    // Actor: E_{a~π}[α log π(a) − min Q(s, a_-i, a)] with the other agents' stored actions.
+    // Actor, on the agent's input at s.
     std::vector<float> xa(static_cast<std::size_t>(B * m.in));
     for (int b = 0; b < B; ++b)
-      nn::agent_input(GlobalObs{bs.data() + static_cast<std::ptrdiff_t>(b) * m.gw, m.n, m.d}, m.pub,
-                      static_cast<int>(bi[static_cast<std::size_t>(b)]),
+      nn::agent_input(GlobalObs{bt.s.data() + static_cast<std::ptrdiff_t>(b) * m.gw, m.n, m.d},
+                      m.pub, static_cast<int>(bt.agent[static_cast<std::size_t>(b)]),
                       xa.data() + static_cast<std::ptrdiff_t>(b) * m.in);
     auto logits = m.actor->forward(nn::blob(xa, B, m.in, m.dev));
     auto logp = torch::log_softmax(logits, 1);
@@ -429,21 +465,7 @@ UpdateStats Masac::update(const PolicyInput& last) {
       torch::NoGradGuard g;
       qmin = torch::min(m.q1->forward(cx), m.q2->forward(cx));
     }
-    torch::Tensor actor_loss;
-    if (m.ddpg) {
-      // MADDPG, discrete: the critic's value of a straight-through Gumbel-softmax sample of the
-      // agent's own action (hard one-hot forward, softmax gradient), plus MADDPG's small
-      // penalty on the logits.
-      std::vector<float> gumbel(static_cast<std::size_t>(B * m.na));
-      for (auto& v : gumbel)
-        v = static_cast<float>(-std::log(-std::log(m.sample_rng.uniform(1e-20, 1.0))));
-      auto soft = torch::softmax(logits + nn::blob(gumbel, B, m.na, m.dev), 1);
-      auto hard = torch::one_hot(soft.argmax(1), m.na).to(torch::kFloat32);
-      auto onehot = hard - soft.detach() + soft;
-      actor_loss = -(onehot * qmin).sum(1).mean() + 1e-3 * logits.pow(2).mean();
-    } else {
-      actor_loss = (p * (alpha * logp - qmin)).sum(1).mean();
-    }
+    const torch::Tensor actor_loss = m.actor_loss(logits, logp, p, qmin, alpha);
     m.g_actor.zero();
     m.g_actor.backward(actor_loss, m.comm);
     const double ta = now();
