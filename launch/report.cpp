@@ -411,12 +411,22 @@ std::string num(double v, int prec = 2) {
 
 }  // namespace
 
-std::vector<std::string> write_comparison(const std::vector<std::string>& run_dirs,
-                                          const std::vector<std::string>& baselines,
-                                          const std::string& out_dir, int resamples) {
-  MARLSCHED_REQUIRE(!run_dirs.empty(), "compare needs at least one run directory");
-  MARLSCHED_REQUIRE(resamples >= 100, "--resamples must be at least 100, got " << resamples);
-  const auto policies = read_scores(run_dirs, baselines);
+namespace {
+
+/// One policy's row of the comparison.
+struct Line {
+  const PolicyScores* p = nullptr;
+  double mean = 0, iqm = 0, diff = NAN, pi = NAN, gap = NAN;
+  stats::Interval mean_ci, iqm_ci, diff_ci{NAN, NAN}, diff_t{NAN, NAN};
+};
+
+/// The comparison's statistics: every policy's row, best first, and the best heuristic.
+struct Comparison {
+  std::vector<Line> lines;
+  const PolicyScores* best = nullptr;
+};
+
+Comparison compare_policies(const std::vector<PolicyScores>& policies, int resamples) {
   const PolicyScores* best = nullptr;
   const PolicyScores* bound = nullptr;
   double best_mean = 0, bound_mean = 0;
@@ -432,11 +442,6 @@ std::vector<std::string> write_comparison(const std::vector<std::string>& run_di
     }
   }
   const std::uint64_t seed = 20231;  // fixed: the same inputs give the same file
-  struct Line {
-    const PolicyScores* p = nullptr;
-    double mean = 0, iqm = 0, diff = NAN, pi = NAN, gap = NAN;
-    stats::Interval mean_ci, iqm_ci, diff_ci{NAN, NAN}, diff_t{NAN, NAN};
-  };
   std::vector<Line> lines;
   for (const auto& p : policies) {
     Line l;
@@ -469,13 +474,19 @@ std::vector<std::string> write_comparison(const std::vector<std::string>& run_di
   std::sort(lines.begin(), lines.end(),
             [](const Line& a, const Line& b) { return a.mean > b.mean; });
 
+  return {lines, best};
+}
+
+/// comparison.csv and comparison.md.
+std::pair<std::string, std::string> comparison_tables(const Comparison& c, std::size_t runs,
+                                                      std::size_t ne, int resamples) {
+  const auto& best = c.best;
   std::ostringstream csv, md;
   csv << "policy,kind,seeds,episodes,mean,mean_ci95_lo,mean_ci95_hi,iqm,iqm_ci95_lo,iqm_ci95_hi,"
          "diff_vs_best_heuristic,diff_ci95_lo,diff_ci95_hi,diff_t95_lo,diff_t95_hi,"
          "p_improvement,oracle_gap_pct\n"
       << std::setprecision(10);
-  const std::size_t ne = policies.front().scores.front().size();
-  md << "Compared " << run_dirs.size() << " run(s) on the same " << ne
+  md << "Compared " << runs << " run(s) on the same " << ne
      << " held-out episodes. 95 % intervals: stratified bootstrap over training seeds and "
         "episodes ("
      << resamples
@@ -485,7 +496,7 @@ std::vector<std::string> write_comparison(const std::vector<std::string>& run_di
      << "| policy | kind | seeds | mean [95 % CI] | IQM [95 % CI] | Δ vs best heuristic [95 % CI] "
         "| Δ t-interval | P(improvement) | oracle gap |\n"
      << "|:--|:--|--:|--:|--:|--:|--:|--:|--:|\n";
-  for (const auto& l : lines) {
+  for (const auto& l : c.lines) {
     const auto& p = *l.p;
     csv << p.name << ',' << p.kind << ',' << p.scores.size() << ',' << ne << ',' << l.mean << ','
         << l.mean_ci.lo << ',' << l.mean_ci.hi << ',' << l.iqm << ',' << l.iqm_ci.lo << ','
@@ -504,14 +515,20 @@ std::vector<std::string> write_comparison(const std::vector<std::string>& run_di
        << (std::isfinite(l.gap) ? num(l.gap, 1) + " %" : "–") << " |\n";
   }
 
-  // The figure: mean utility with its interval per policy, and the paired difference to the best
-  // heuristic with its interval.
+  return {csv.str(), md.str()};
+}
+
+/// comparison.svg: mean utility with its interval per policy, and the paired difference to the
+/// best heuristic with its interval.
+std::string comparison_svg(const Comparison& c, std::size_t runs, std::size_t ne) {
+  const auto& lines = c.lines;
+  const auto& best = c.best;
   const int n = static_cast<int>(lines.size());
   const int label_w = 170, bar_h = 18, gap = 6, panel_w = 560;
   const int panel_h = kTop + n * (bar_h + gap) + 30;
   std::ostringstream svg;
   svg << svg_open(2 * panel_w + 20, panel_h + 50,
-                  "Policies over " + std::to_string(run_dirs.size()) + " training seed(s), " +
+                  "Policies over " + std::to_string(runs) + " training seed(s), " +
                       std::to_string(ne) + " held-out episodes (95 % CI)");
   for (int panel = 0; panel < 2; ++panel) {
     const int ox = 10 + panel * panel_w, oy = 40;
@@ -559,13 +576,27 @@ std::vector<std::string> write_comparison(const std::vector<std::string>& run_di
   }
   svg << "</svg>\n";
 
+  return svg.str();
+}
+
+}  // namespace
+
+std::vector<std::string> write_comparison(const std::vector<std::string>& run_dirs,
+                                          const std::vector<std::string>& baselines,
+                                          const std::string& out_dir, int resamples) {
+  MARLSCHED_REQUIRE(!run_dirs.empty(), "compare needs at least one run directory");
+  MARLSCHED_REQUIRE(resamples >= 100, "--resamples must be at least 100, got " << resamples);
+  const auto policies = read_scores(run_dirs, baselines);
+  const Comparison c = compare_policies(policies, resamples);
+  const std::size_t ne = policies.front().scores.front().size();
+  const auto [csv, md] = comparison_tables(c, run_dirs.size(), ne, resamples);
   std::filesystem::create_directories(out_dir);
   const std::vector<std::string> written = {out_dir + "/comparison.csv", out_dir + "/comparison.md",
                                             out_dir + "/comparison.svg"};
-  write_file_atomic(written[0], csv.str());
-  write_file_atomic(written[1], md.str());
-  write_file_atomic(written[2], svg.str());
-  std::cout << md.str();
+  write_file_atomic(written[0], csv);
+  write_file_atomic(written[1], md);
+  write_file_atomic(written[2], comparison_svg(c, run_dirs.size(), ne));
+  std::cout << md;
   return written;
 }
 
