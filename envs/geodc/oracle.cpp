@@ -20,6 +20,97 @@ namespace marlsched::geodc {
 // agent the env lets it reach as soon as it could arrive there (forwarded at its arrival slot, so
 // after the shortest transfer), regardless of the one-mode-per-slot action; transfer energy is
 // charged at the cheapest slot of the episode; queues have no capacity (no drops).
+namespace {
+
+/// What the LP needs of the sites: energy's weight in the reward per kWh at each agent and slot
+/// [a * T + t] and the cheapest anywhere, each agent's GPUs and PUE, and the idle energy's
+/// (constant) part of the reward.
+struct SiteTerms {
+  std::vector<double> per_kwh, pue;
+  std::vector<int> capacity;
+  double cheapest = std::numeric_limits<double>::infinity(), constant = 0;
+};
+
+SiteTerms site_terms(const Config& cfg, const std::vector<Shard*>& shards, int T) {
+  const int n = static_cast<int>(shards.size());
+  const double dt = cfg.slot_hours();
+  SiteTerms st;
+  st.per_kwh.resize(static_cast<std::size_t>(n * T));
+  st.capacity.resize(static_cast<std::size_t>(n));
+  st.pue.resize(static_cast<std::size_t>(n));
+  for (int a = 0; a < n; ++a) {
+    const auto si = static_cast<std::size_t>(cfg.site_of(a));
+    st.capacity[static_cast<std::size_t>(a)] = cfg.gpus[si];
+    st.pue[static_cast<std::size_t>(a)] = cfg.pue[si];
+    const double idle_kwh = cfg.pue[si] * cfg.gpus[si] * cfg.idle_watts / 1000.0 * dt;
+    for (int t = 0; t < T; ++t) {
+      const auto [price, carbon] = shards[static_cast<std::size_t>(a)]->energy_prices(t);
+      const double w = cfg.w_cost * price / 1000.0 + cfg.w_carbon * carbon / 1000.0;
+      st.per_kwh[static_cast<std::size_t>(a * T + t)] = w;
+      st.cheapest = std::min(st.cheapest, w);
+      st.constant -= idle_kwh * w;
+    }
+  }
+  return st;
+}
+
+/// Where a job from `origin` can run, and from which slot on (shortest transfer over at most
+/// max_hops forwards along the targets); INT_MAX where it cannot.
+std::vector<int> reachable(const Config& cfg, const EnvSpec& spec,
+                           const std::vector<Shard*>& shards, const Job& j, int origin) {
+  const int n = static_cast<int>(shards.size());
+  std::vector<int> earliest(static_cast<std::size_t>(n), std::numeric_limits<int>::max());
+  earliest[static_cast<std::size_t>(origin)] = j.arrival;
+  for (int hop = 0; hop < cfg.max_hops; ++hop) {
+    auto next = earliest;
+    for (int u = 0; u < n; ++u) {
+      if (earliest[static_cast<std::size_t>(u)] == std::numeric_limits<int>::max()) continue;
+      for (int v : spec.targets[static_cast<std::size_t>(u)])
+        if (v != u)
+          next[static_cast<std::size_t>(v)] =
+              std::min(next[static_cast<std::size_t>(v)],
+                       earliest[static_cast<std::size_t>(u)] +
+                           shards[static_cast<std::size_t>(u)]->transfer_slots(v, j.data_gb));
+    }
+    earliest = std::move(next);
+  }
+  return earliest;
+}
+
+/// The LP in column form: one column per (job, agent, start slot) worth running, its GPUs on the
+/// capacity rows [a * T + u] of the slots it runs and a 1 on its job's row (rows n * T on).
+struct Columns {
+  std::vector<CoinBigIndex> starts;
+  std::vector<int> lengths, indices;
+  std::vector<double> values, objective;
+  int rows = 0;
+};
+
+/// Maximises the columns' objective under the capacity and once-per-job rows.
+double solve(const Columns& c, const std::vector<int>& capacity, int T) {
+  const int n = static_cast<int>(capacity.size());
+  const CoinPackedMatrix matrix(true, c.rows, static_cast<int>(c.objective.size()),
+                                static_cast<CoinBigIndex>(c.values.size()), c.values.data(),
+                                c.indices.data(), c.starts.data(), c.lengths.data());
+  std::vector<double> col_lo(c.objective.size(), 0.0), col_hi(c.objective.size(), 1.0);
+  std::vector<double> row_lo(static_cast<std::size_t>(c.rows), -COIN_DBL_MAX);
+  std::vector<double> row_hi(static_cast<std::size_t>(c.rows), 1.0);
+  for (int a = 0; a < n; ++a)
+    for (int t = 0; t < T; ++t)
+      row_hi[static_cast<std::size_t>(a * T + t)] = capacity[static_cast<std::size_t>(a)];
+  ClpSimplex lp;
+  lp.setLogLevel(0);
+  lp.loadProblem(matrix, col_lo.data(), col_hi.data(), c.objective.data(), row_lo.data(),
+                 row_hi.data());
+  lp.setOptimizationDirection(-1);  // maximise
+  lp.dual();
+  MARLSCHED_CHECK(lp.isProvenOptimal(),
+                  "the oracle LP was not solved to optimality (CLP status " << lp.status() << ")");
+  return lp.objectiveValue();
+}
+
+}  // namespace
+
 BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Shard*> shards,
                           std::uint64_t world_seed, const std::vector<std::uint64_t>& shard_seeds) {
   const int n = static_cast<int>(shards.size());
@@ -32,53 +123,18 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
   for (int a = 0; a < n; ++a)
     arrivals[static_cast<std::size_t>(a)] = shards[static_cast<std::size_t>(a)]->episode_arrivals(
         world_seed, shard_seeds[static_cast<std::size_t>(a)]);
-  // Energy's weight in the reward per kWh at each agent and slot, and the cheapest anywhere.
-  std::vector<double> per_kwh(static_cast<std::size_t>(n * T));
-  double constant = 0, cheapest = std::numeric_limits<double>::infinity();
-  std::vector<int> capacity(static_cast<std::size_t>(n));
-  std::vector<double> pue(static_cast<std::size_t>(n));
-  for (int a = 0; a < n; ++a) {
-    const auto si = static_cast<std::size_t>(cfg.site_of(a));
-    capacity[static_cast<std::size_t>(a)] = cfg.gpus[si];
-    pue[static_cast<std::size_t>(a)] = cfg.pue[si];
-    const double idle_kwh = cfg.pue[si] * cfg.gpus[si] * cfg.idle_watts / 1000.0 * dt;
-    for (int t = 0; t < T; ++t) {
-      const auto [price, carbon] = shards[static_cast<std::size_t>(a)]->energy_prices(t);
-      const double w = cfg.w_cost * price / 1000.0 + cfg.w_carbon * carbon / 1000.0;
-      per_kwh[static_cast<std::size_t>(a * T + t)] = w;
-      cheapest = std::min(cheapest, w);
-      constant -= idle_kwh * w;
-    }
-  }
-  // Where a job from `origin` can run, and from which slot on (shortest transfer over at most
-  // max_hops forwards along the targets).
-  auto reachable = [&](const Job& j, int origin) {
-    std::vector<int> earliest(static_cast<std::size_t>(n), std::numeric_limits<int>::max());
-    earliest[static_cast<std::size_t>(origin)] = j.arrival;
-    for (int hop = 0; hop < cfg.max_hops; ++hop) {
-      auto next = earliest;
-      for (int u = 0; u < n; ++u) {
-        if (earliest[static_cast<std::size_t>(u)] == std::numeric_limits<int>::max()) continue;
-        for (int v : spec.targets[static_cast<std::size_t>(u)])
-          if (v != u)
-            next[static_cast<std::size_t>(v)] =
-                std::min(next[static_cast<std::size_t>(v)],
-                         earliest[static_cast<std::size_t>(u)] +
-                             shards[static_cast<std::size_t>(u)]->transfer_slots(v, j.data_gb));
-      }
-      earliest = std::move(next);
-    }
-    return earliest;
-  };
+  SiteTerms st = site_terms(cfg, shards, T);
+  const auto& per_kwh = st.per_kwh;
+  const auto& capacity = st.capacity;
+  const auto& pue = st.pue;
+  const double cheapest = st.cheapest;
+  double constant = st.constant;
 
   // Past this many columns the LP takes minutes and gigabytes (hundreds of sites that can each
   // reach every other): no bound rather than a stalled evaluation.
   constexpr std::size_t kMaxColumns = 4'000'000;
-  const int capacity_rows = n * T;
-  int row = capacity_rows;  // then one row per job
-  std::vector<CoinBigIndex> starts;
-  std::vector<int> lengths, indices;
-  std::vector<double> values, objective;
+  Columns col;
+  col.rows = n * T;  // the capacity rows, then one row per job
   for (int origin = 0; origin < n; ++origin)
     for (const Job& j : arrivals[static_cast<std::size_t>(origin)]) {
       const int d = j.duration;
@@ -87,7 +143,7 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
       // record is in flight); charged here, credited back by on-time columns.
       const bool violation = j.deadline - d + 1 <= T - 2;
       if (violation) constant -= cfg.w_sla;
-      const auto earliest = reachable(j, origin);
+      const auto earliest = reachable(cfg, spec, shards, j, origin);
       const double busy_w = cfg.busy_watts[static_cast<std::size_t>(j.type)] - cfg.idle_watts;
       for (int s = 0; s < n; ++s) {
         const int e = earliest[static_cast<std::size_t>(s)];
@@ -104,48 +160,28 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
           if (on_time && tau + d - 1 <= T - 1) c += cfg.w_work * j.gpus * d * dt;
           if (on_time && violation) c += cfg.w_sla;
           if (c <= 0) continue;  // never worth running: x = 0 is as good
-          if (objective.size() >= kMaxColumns) {
+          if (col.objective.size() >= kMaxColumns) {
             BoundResult too_large;
             too_large.utility = std::numeric_limits<double>::quiet_NaN();
-            too_large.columns = static_cast<int>(objective.size());
+            too_large.columns = static_cast<int>(col.objective.size());
             return too_large;
           }
-          starts.push_back(static_cast<CoinBigIndex>(indices.size()));
+          col.starts.push_back(static_cast<CoinBigIndex>(col.indices.size()));
           for (int u = tau; u <= last; ++u) {
-            indices.push_back(s * T + u);
-            values.push_back(j.gpus);
+            col.indices.push_back(s * T + u);
+            col.values.push_back(j.gpus);
           }
-          indices.push_back(row);
-          values.push_back(1.0);
-          lengths.push_back(last - tau + 2);
-          objective.push_back(c);
+          col.indices.push_back(col.rows);
+          col.values.push_back(1.0);
+          col.lengths.push_back(last - tau + 2);
+          col.objective.push_back(c);
         }
       }
-      ++row;
+      ++col.rows;
     }
   BoundResult r;
-  r.columns = static_cast<int>(objective.size());
-  if (objective.empty()) {
-    r.utility = constant;
-    return r;
-  }
-  const CoinPackedMatrix matrix(true, row, r.columns, static_cast<CoinBigIndex>(values.size()),
-                                values.data(), indices.data(), starts.data(), lengths.data());
-  std::vector<double> col_lo(objective.size(), 0.0), col_hi(objective.size(), 1.0);
-  std::vector<double> row_lo(static_cast<std::size_t>(row), -COIN_DBL_MAX);
-  std::vector<double> row_hi(static_cast<std::size_t>(row), 1.0);
-  for (int a = 0; a < n; ++a)
-    for (int t = 0; t < T; ++t)
-      row_hi[static_cast<std::size_t>(a * T + t)] = capacity[static_cast<std::size_t>(a)];
-  ClpSimplex lp;
-  lp.setLogLevel(0);
-  lp.loadProblem(matrix, col_lo.data(), col_hi.data(), objective.data(), row_lo.data(),
-                 row_hi.data());
-  lp.setOptimizationDirection(-1);  // maximise
-  lp.dual();
-  MARLSCHED_CHECK(lp.isProvenOptimal(),
-                  "the oracle LP was not solved to optimality (CLP status " << lp.status() << ")");
-  r.utility = constant + lp.objectiveValue();
+  r.columns = static_cast<int>(col.objective.size());
+  r.utility = col.objective.empty() ? constant : constant + solve(col, capacity, T);
   return r;
 }
 
