@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "agents/fused.hpp"
+#include "agents/mappo/embedding_pool.hpp"
 #include "agents/mappo/ppo_loss.hpp"
 #include "agents/nn.hpp"
 #include "core/blas.hpp"
@@ -133,9 +134,9 @@ struct Mappo::Impl {
   int n, first, k, e, d, pub, na;
   bool pooled;  // --critic pooled: critic_enc embeds each agent's observation, critic is the head
   bool local;   // IPPO (--critic local): the critic reads the actor's input
-  bool per_target;  // --actor targets: each actor scores (own observation, target row) pairs
-  int ain, cin;     // the actor's and the critic's input widths (from the kinds above)
-  mutable bool pool_checked = false;  // pool() has verified that the ranks hold all n agents
+  bool per_target;       // --actor targets: each actor scores (own observation, target row) pairs
+  int ain, cin;          // the actor's and the critic's input widths (from the kinds above)
+  EmbeddingPool pooler;  // the pooled critic's collective
   Mlp critic_enc{nullptr};
   std::vector<Mlp> actors;
   std::vector<std::int64_t> group_of;  // --actor-groups: the actor of each local agent
@@ -197,6 +198,7 @@ struct Mappo::Impl {
         cin(local    ? ain
             : pooled ? (per_target ? ain : d)
                      : d * num_agents + num_agents),
+        pooler(cm, local_agents, num_agents, dev),
         sample_rng(derive_seed(seed, {0xAC7, static_cast<std::uint64_t>(cm.rank())})),
         // The pooled critic's minibatches are whole (step, copy) groups, the same on every rank
         // (update()), so its shuffle does not depend on the rank.
@@ -446,24 +448,10 @@ struct Mappo::Impl {
     return critic_enc.ptr()->forward(C.narrow(1, 0, d)).reshape({C.size(0) / k, k, -1}).sum(1);
   }
 
-  /// Pooled critic, the collective: the mean over all n agents, per group, of what the ranks'
-  /// S [groups, E] sum: ONE MPI_Allreduce of groups·E floats, so what crosses the network per
-  /// (step, copy) is a fixed-size embedding, whatever the agent count. The result (on the
-  /// device, outside any graph) is identical on every rank. The same call carries gradients
-  /// back: the adjoint of a mean pool over ranks is the mean pool of the ranks' gradients.
-  /// Adds its time to *t_comm when given.
+  /// Pooled critic, the collective (EmbeddingPool::mean): the mean over all n agents, per
+  /// group, of the ranks' sums S [groups, E], identical on every rank.
   torch::Tensor pool(const torch::Tensor& S, double* t_comm = nullptr) const {
-    const double t0 = now();
-    if (!pool_checked) {  // the ranks of `comm` must together hold every agent once
-      int held = k;
-      comm.allreduce_sum(&held, 1);
-      MARLSCHED_CHECK(held == n, "the pooled critic's ranks hold " << held << " agents, not " << n);
-      pool_checked = true;
-    }
-    auto h = nn::host(S.detach()).clone();  // own storage: the allreduce writes into it
-    comm.allreduce_sum(h.data_ptr<float>(), static_cast<int>(h.numel()));
-    if (t_comm != nullptr) *t_comm += now() - t0;
-    return (h / static_cast<double>(n)).to(dev);
+    return pooler.mean(S, t_comm);
   }
 
   /// Pooled critic's head on rows C [groups·k, cin] ([group][k]) with each group's pooled

@@ -2,13 +2,14 @@
 // agents, and the ranks exchange per-(step, copy) sums of the embeddings, and in the update those
 // sums' gradients, never another agent's observation. Yet the values it computes, and what its
 // update learns, equal those of one process that holds every agent and pools all embeddings
-// itself.
+// itself. EmbeddingPool, the collective itself, is tested last.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "agents/mappo/embedding_pool.hpp"
 #include "agents/mappo/mappo.hpp"
 #include "bandit.hpp"
 #include "core/error.hpp"
@@ -170,4 +171,25 @@ TEST(PooledCriticAcrossRanks, RanksThatDoNotHoldEveryAgentAreRefused) {
   std::vector<int> a;
   half.set_training(true);
   EXPECT_THROW(half.act(in, a), Error);
+}
+
+TEST(EmbeddingPool, TheMeanOverEveryRanksAgentsIsTheSameOnEveryRank) {
+  const auto comm = dist::Comm::world();
+  const int k = 2, n = k * comm.size(), groups = 3, width = 5;
+  const EmbeddingPool pool(comm, k, n, torch::kCPU);
+  // Rank r's sum for group g, column c: (r + 1) * (g + 1) + c.
+  auto S = torch::empty({groups, width});
+  for (int g = 0; g < groups; ++g)
+    for (int c = 0; c < width; ++c) S[g][c] = static_cast<float>((comm.rank() + 1) * (g + 1) + c);
+  double t_comm = 0;
+  const auto P = pool.mean(S, &t_comm);
+  ASSERT_EQ(P.sizes(), S.sizes());
+  EXPECT_FALSE(P.requires_grad());
+  const double ranks_sum = comm.size() * (comm.size() + 1) / 2.0;  // sum of (r + 1)
+  for (int g = 0; g < groups; ++g)
+    for (int c = 0; c < width; ++c)
+      EXPECT_FLOAT_EQ(P[g][c].item<float>(),
+                      static_cast<float>((ranks_sum * (g + 1) + comm.size() * c) / n));
+  EXPECT_GE(t_comm, 0.0);
+  EXPECT_EQ(S[0][0].item<float>(), static_cast<float>(comm.rank() + 1));  // input untouched
 }
