@@ -18,6 +18,7 @@
 #include "dist/grad.hpp"
 #include "envs/baselines.hpp"
 #include "rollout/gae.hpp"
+#include "rollout/minibatch.hpp"
 
 namespace marlsched {
 
@@ -636,33 +637,10 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   const auto boot = m.values_of(last.global);
 
   // GAE per (copy, agent) sequence.
-  std::vector<float> adv(static_cast<std::size_t>(M)), ret(static_cast<std::size_t>(M));
-  {
-    std::vector<float> r(static_cast<std::size_t>(T)), v(r), nv(r), a, rt;
-    std::vector<std::uint8_t> end(static_cast<std::size_t>(T));
-    for (int row = 0; row < rows; ++row) {
-      const int c = row / m.k;
-      for (int t = 0; t < T; ++t) {
-        const std::size_t i = static_cast<std::size_t>(t * rows + row);
-        r[static_cast<std::size_t>(t)] = m.reward[i];
-        v[static_cast<std::size_t>(t)] = m.value[i];
-        const bool dn = m.done[static_cast<std::size_t>(t * m.e + c)] != 0;
-        end[static_cast<std::size_t>(t)] = dn ? 1 : 0;
-        if (dn)
-          nv[static_cast<std::size_t>(t)] = m.trunc_value[i];  // 0 at a termination
-        else
-          nv[static_cast<std::size_t>(t)] =
-              t + 1 < T ? m.value[static_cast<std::size_t>((t + 1) * rows + row)]
-                        : boot[static_cast<std::size_t>(row)];
-      }
-      compute_gae(r, v, nv, end, static_cast<float>(m.cfg.gamma),
-                  static_cast<float>(m.cfg.gae_lambda), a, rt);
-      for (int t = 0; t < T; ++t) {
-        adv[static_cast<std::size_t>(t * rows + row)] = a[static_cast<std::size_t>(t)];
-        ret[static_cast<std::size_t>(t * rows + row)] = rt[static_cast<std::size_t>(t)];
-      }
-    }
-  }
+  std::vector<float> adv, ret;
+  compute_rollout_gae({&m.reward, &m.value, &m.trunc_value, &m.done, T, rows, m.k}, boot,
+                      static_cast<float>(m.cfg.gamma), static_cast<float>(m.cfg.gae_lambda), adv,
+                      ret);
   // Global moments of returns and advantages (identical on all ranks).
   double mom[5] = {static_cast<double>(M), 0, 0, 0, 0};
   for (int i = 0; i < M; ++i) {
@@ -712,17 +690,10 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   const int unit = m.pooled ? m.k : 1, units = M / unit;
   const int batches = std::min(m.cfg.minibatches, units);
   const int mb = units / batches * unit;
-  std::vector<std::int64_t> uperm(static_cast<std::size_t>(units)),
-      perm(static_cast<std::size_t>(M));
+  std::vector<std::int64_t> perm;
   int updates = 0;
   for (int ep = 0; ep < m.cfg.epochs; ++ep) {
-    for (int i = 0; i < units; ++i) uperm[static_cast<std::size_t>(i)] = i;
-    for (int i = units - 1; i > 0; --i)
-      std::swap(uperm[static_cast<std::size_t>(i)],
-                uperm[m.shuffle_rng.below(static_cast<std::uint64_t>(i + 1))]);
-    for (int i = 0; i < M; ++i)
-      perm[static_cast<std::size_t>(i)] =
-          uperm[static_cast<std::size_t>(i / unit)] * unit + i % unit;
+    shuffle_units(units, unit, m.shuffle_rng, perm);
     for (int b = 0; b < batches; ++b) {
       const double t0 = now();
       double t_comm = 0;

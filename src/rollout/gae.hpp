@@ -17,6 +17,24 @@ void compute_gae(const std::vector<float>& reward, const std::vector<float>& val
                  float gamma, float lambda, std::vector<float>& advantage,
                  std::vector<float>& returns);
 
+/// A rollout stored step-major, as on-policy learners record it: `rows` sequences (row =
+/// copy * agents_per_copy + agent) of `steps` steps; reward, value and trunc_value are
+/// [step * rows + row], done [step * copies + copy] (the copy's episode ended at that step).
+struct RolloutSequences {
+  const std::vector<float>* reward = nullptr;
+  const std::vector<float>* value = nullptr;
+  /// V(terminal state) where a copy's episode was truncated at that step, 0 where it terminated.
+  const std::vector<float>* trunc_value = nullptr;
+  const std::vector<std::uint8_t>* done = nullptr;
+  int steps = 0, rows = 0, agents_per_copy = 1;
+};
+
+/// compute_gae over every row's sequence of a step-major rollout; `bootstrap[row]` is V of the
+/// state after the last step. Writes advantage and return [step * rows + row].
+void compute_rollout_gae(const RolloutSequences& r, const std::vector<float>& bootstrap,
+                         float gamma, float lambda, std::vector<float>& advantage,
+                         std::vector<float>& returns);
+
 /// Running mean and variance over batches, merged exactly (Chan et al.); used for value
 /// normalisation. Ranks merge their batch moments by allreduce before calling `update`, so the
 /// statistics are identical everywhere.
