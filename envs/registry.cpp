@@ -19,10 +19,24 @@ namespace coop {
 EnvEntry entry();
 }
 
+namespace {
+std::vector<EnvEntry>& table() {
+  static std::vector<EnvEntry> t = {geodc::entry(), aset::entry(), lstcb::entry(), coop::entry()};
+  return t;
+}
+}  // namespace
+
 const std::vector<EnvEntry>& env_registry() {
-  static const std::vector<EnvEntry> table = {geodc::entry(), aset::entry(), lstcb::entry(),
-                                              coop::entry()};
-  return table;
+  return table();
+}
+
+void register_env(EnvEntry entry) {
+  for (const auto& e : table())
+    MARLSCHED_REQUIRE(e.name != entry.name, "an env named '" << entry.name << "' is registered");
+  MARLSCHED_REQUIRE(
+      entry.make_config && entry.make_factory && entry.baseline_names && entry.make_baseline,
+      "env '" << entry.name << "': a row needs every field");
+  table().push_back(std::move(entry));
 }
 
 const EnvEntry& find_env(const std::string& name) {

@@ -31,6 +31,10 @@ struct EnvEntry {
 };
 
 const std::vector<EnvEntry>& env_registry();
+/// Adds a row after the built-in ones: an env defined outside envs/ (a user's program linking
+/// the library, a test). Call it before options are bound (the row's config binds its own).
+/// Throws ConfigError for a name already taken or a row with a field missing.
+void register_env(EnvEntry entry);
 /// Throws ConfigError listing the known names when `name` is unknown.
 const EnvEntry& find_env(const std::string& name);
 
