@@ -10,11 +10,11 @@
 
 #include <fstream>
 
-#include "aset/aset.hpp"
+#include "envs/aset/aset.hpp"
 #include "envs/baselines.hpp"
+#include "envs/geodc/geodc.hpp"
+#include "envs/lstcb/lstcb.hpp"
 #include "envs/registry.hpp"
-#include "geodc/geodc.hpp"
-#include "lstcb/lstcb.hpp"
 
 using namespace marlsched;
 

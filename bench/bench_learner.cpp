@@ -11,8 +11,8 @@
 
 #include "agents/mappo/mappo.hpp"
 #include "agents/registry.hpp"
+#include "envs/geodc/geodc.hpp"
 #include "envs/registry.hpp"
-#include "geodc/geodc.hpp"
 #include "mpi_bench.hpp"
 #include "train/world.hpp"
 

@@ -1,4 +1,4 @@
-#include "registry.hpp"
+#include "envs/registry.hpp"
 
 #include "core/error.hpp"
 

@@ -1,4 +1,4 @@
-#include "aset/aset.hpp"
+#include "envs/aset/aset.hpp"
 
 #include <algorithm>
 #include <cmath>

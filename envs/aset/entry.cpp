@@ -1,8 +1,8 @@
 /// \file entry.cpp
 /// The aset env's row of the env table: its name, description, config and factory.
 
-#include "aset/aset.hpp"
 #include "core/latency_histogram.hpp"
+#include "envs/aset/aset.hpp"
 #include "envs/registry.hpp"
 
 namespace marlsched {

@@ -3,7 +3,7 @@
 // its own options and validates them, a spec (observations, actions, reward components), and a
 // Shard that observes, acts on the allgathered observations, advances one step, counts, and
 // saves and restores its complete state. tests/envs/test_coop.cpp tests each part.
-#include "coop/coop.hpp"
+#include "envs/coop/coop.hpp"
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
 /// \file entry.cpp
 /// The coop env's row of the env table: its name, description, config and factory.
 
-#include "coop/coop.hpp"
+#include "envs/coop/coop.hpp"
 #include "envs/registry.hpp"
 
 namespace marlsched {

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <iostream>
 
+#include "envs/geodc/geodc.hpp"
+#include "envs/geodc/oracle.hpp"
 #include "envs/registry.hpp"
-#include "geodc/geodc.hpp"
-#include "geodc/oracle.hpp"
 
 namespace marlsched {
 // The env's baselines (baselines.cpp).

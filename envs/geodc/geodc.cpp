@@ -1,4 +1,4 @@
-#include "geodc/geodc.hpp"
+#include "envs/geodc/geodc.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -26,8 +26,8 @@
 
 #include "core/env.hpp"
 #include "core/rng.hpp"
-#include "geodc/traces.hpp"
-#include "geodc/workload.hpp"
+#include "envs/geodc/traces.hpp"
+#include "envs/geodc/workload.hpp"
 
 namespace marlsched::geodc {
 

@@ -1,4 +1,4 @@
-#include "geodc/oracle.hpp"
+#include "envs/geodc/oracle.hpp"
 
 #include <ClpSimplex.hpp>
 #include <CoinPackedMatrix.hpp>

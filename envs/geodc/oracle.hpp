@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "geodc/geodc.hpp"
+#include "envs/geodc/geodc.hpp"
 
 namespace marlsched::geodc {
 

@@ -1,4 +1,4 @@
-#include "geodc/traces.hpp"
+#include "envs/geodc/traces.hpp"
 
 #include <algorithm>
 #include <cmath>

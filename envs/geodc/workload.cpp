@@ -1,4 +1,4 @@
-#include "geodc/workload.hpp"
+#include "envs/geodc/workload.hpp"
 
 #include <algorithm>
 #include <cmath>

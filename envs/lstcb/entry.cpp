@@ -2,8 +2,8 @@
 /// The lstcb env's row of the env table: its name, description, config and factory.
 
 #include "core/latency_histogram.hpp"
+#include "envs/lstcb/lstcb.hpp"
 #include "envs/registry.hpp"
-#include "lstcb/lstcb.hpp"
 
 namespace marlsched {
 // The env's baselines (baselines.cpp).

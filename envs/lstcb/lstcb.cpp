@@ -1,4 +1,4 @@
-#include "lstcb/lstcb.hpp"
+#include "envs/lstcb/lstcb.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 
 #include "core/error.hpp"
 #include "envs/baselines.hpp"
-#include "geodc/geodc.hpp"
+#include "envs/geodc/geodc.hpp"
 #include "test_util.hpp"
 
 using namespace marlsched;

@@ -9,7 +9,7 @@
 #include "bandit.hpp"
 #include "core/error.hpp"
 #include "envs/baselines.hpp"
-#include "geodc/geodc.hpp"
+#include "envs/geodc/geodc.hpp"
 #include "test_util.hpp"
 
 using namespace marlsched;

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "aset/aset.hpp"
+#include "envs/aset/aset.hpp"
 #include "envs/baselines.hpp"
 #include "envs/registry.hpp"
 #include "train/world.hpp"

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "coop/coop.hpp"
 #include "core/error.hpp"
+#include "envs/coop/coop.hpp"
 
 using namespace marlsched;
 

@@ -6,8 +6,8 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "envs/geodc/geodc.hpp"
 #include "envs/registry.hpp"
-#include "geodc/geodc.hpp"
 #include "test_util.hpp"
 
 using namespace marlsched;

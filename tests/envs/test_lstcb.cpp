@@ -6,8 +6,8 @@
 #include <map>
 #include <vector>
 
+#include "envs/lstcb/lstcb.hpp"
 #include "envs/registry.hpp"
-#include "lstcb/lstcb.hpp"
 #include "test_util.hpp"
 #include "train/world.hpp"
 

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "geodc/geodc.hpp"
-#include "geodc/traces.hpp"
+#include "envs/geodc/geodc.hpp"
+#include "envs/geodc/traces.hpp"
 #include "test_util.hpp"
 
 using namespace marlsched;

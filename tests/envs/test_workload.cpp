@@ -5,7 +5,7 @@
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
-#include "geodc/workload.hpp"
+#include "envs/geodc/workload.hpp"
 #include "test_util.hpp"
 
 using namespace marlsched;

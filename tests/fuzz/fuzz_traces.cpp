@@ -8,10 +8,10 @@
 #include <cstdint>
 
 #include "core/csv.hpp"
+#include "envs/geodc/traces.hpp"
+#include "envs/geodc/workload.hpp"
+#include "envs/lstcb/lstcb.hpp"
 #include "fuzz_util.hpp"
-#include "geodc/traces.hpp"
-#include "geodc/workload.hpp"
-#include "lstcb/lstcb.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "agents/registry.hpp"
+#include "envs/geodc/geodc.hpp"
 #include "envs/registry.hpp"
-#include "geodc/geodc.hpp"
 #include "train/trainer.hpp"
 
 using namespace marlsched;

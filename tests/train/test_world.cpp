@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "envs/baselines.hpp"
+#include "envs/geodc/geodc.hpp"
 #include "envs/registry.hpp"
-#include "geodc/geodc.hpp"
 #include "train/world.hpp"
 
 using namespace marlsched;

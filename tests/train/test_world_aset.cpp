@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "aset/aset.hpp"
+#include "envs/aset/aset.hpp"
 #include "envs/baselines.hpp"
 #include "envs/registry.hpp"
 #include "train/world.hpp"

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "core/rng.hpp"
+#include "envs/lstcb/lstcb.hpp"
 #include "envs/registry.hpp"
-#include "lstcb/lstcb.hpp"
 #include "train/world.hpp"
 
 using namespace marlsched;

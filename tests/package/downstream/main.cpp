@@ -9,8 +9,8 @@
 
 #include "dist/comm.hpp"
 #include "envs/baselines.hpp"
+#include "envs/geodc/geodc.hpp"
 #include "envs/registry.hpp"
-#include "geodc/geodc.hpp"
 #include "train/world.hpp"
 
 int main(int argc, char** argv) {
