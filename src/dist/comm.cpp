@@ -89,20 +89,25 @@ Comm& Comm::operator=(Comm&& o) noexcept {
   return *this;
 }
 
-double Comm::cores_per_rank() const {
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  if (sched_getaffinity(0, sizeof mine, &mine) != 0) return 1.0;
+Comm Comm::node() const {
   MPI_Comm node = MPI_COMM_NULL;
   MARLSCHED_MPI_CHECK(
       MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
-  int n = 1;
-  int rc = MPI_Comm_size(node, &n);
-  std::vector<cpu_set_t> all(static_cast<std::size_t>(n));
-  if (rc == MPI_SUCCESS)
-    rc = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node);
-  MPI_Comm_free(&node);
-  MARLSCHED_MPI_CHECK(rc);
+  return Comm(node, true);
+}
+
+double Comm::cores_per_rank() const {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  // A rank that cannot read its mask still joins the allgather (with an empty mask, which
+  // shares no CPU), so that its peers do not wait for it; it then counts one core.
+  const bool known = sched_getaffinity(0, sizeof mine, &mine) == 0;
+  if (!known) CPU_ZERO(&mine);
+  const Comm local = node();
+  std::vector<cpu_set_t> all(static_cast<std::size_t>(local.size()));
+  MARLSCHED_MPI_CHECK(
+      MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, local.raw()));
+  if (!known) return 1.0;
   int sharing = 0;
   for (auto& other : all) {
     cpu_set_t both;
@@ -117,14 +122,7 @@ void Comm::barrier() const {
 }
 
 int Comm::node_rank() const {
-  MPI_Comm node = MPI_COMM_NULL;
-  MARLSCHED_MPI_CHECK(
-      MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
-  int local = 0;
-  const int rc = MPI_Comm_rank(node, &local);
-  MPI_Comm_free(&node);
-  MARLSCHED_MPI_CHECK(rc);
-  return local;
+  return node().rank();
 }
 
 Request::~Request() {

@@ -122,6 +122,9 @@ class Comm {
   int rank() const { return rank_; }
   /// This rank's index among the ranks on its node (MPI_COMM_TYPE_SHARED); collective.
   int node_rank() const;
+  /// Collective: the ranks of this communicator that share this one's node (memory), as their
+  /// own communicator (MPI_Comm_split_type, shared), ordered as here.
+  Comm node() const;
   /// Collective: the CPUs this rank may run on (its affinity mask) divided by the ranks of its
   /// node whose masks share any of them. 1 for ranks bound to one core each; 0.5 for four
   /// unbound ranks on two cores.
