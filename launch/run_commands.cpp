@@ -181,6 +181,12 @@ class RunCommand : public Subcommand {
   /// Last in phase 1.
   virtual void after_threads(const dist::Comm&) {}
 
+  /// --baselines: every baseline of the env when none is named; each name must make one.
+  void check_baselines(std::vector<std::string>& names) const {
+    if (names.empty()) names = heuristic_names(cmd_.run.env);
+    for (const auto& b : names) make_heuristic(b, prep_.factory->spec(), 0);
+  }
+
   Command cmd_;
   Prepared prep_;
 };
@@ -391,8 +397,7 @@ class EvalCommand : public RunCommand {
     if (!policy_.empty())  // loads, and was trained for this many agents
       load_exported_policy(policy_, prep_.factory->spec(), cmd_.run.agents_per_rank * comm.size(),
                            true);
-    if (baselines_.empty()) baselines_ = heuristic_names(cmd_.run.env);
-    for (const auto& b : baselines_) make_heuristic(b, prep_.factory->spec(), 0);
+    check_baselines(baselines_);
   }
 
   std::string run_dir_, ckpt_, policy_, out_, config_tmp_;
@@ -415,10 +420,7 @@ class BaselinesCommand : public RunCommand {
 
  private:
   bool needs_learner() const override { return false; }
-  void after_threads(const dist::Comm&) override {
-    if (list_.empty()) list_ = heuristic_names(cmd_.run.env);
-    for (const auto& b : list_) make_heuristic(b, prep_.factory->spec(), 0);
-  }
+  void after_threads(const dist::Comm&) override { check_baselines(list_); }
   std::vector<std::string> list_;  // default: every baseline of the env
 };
 

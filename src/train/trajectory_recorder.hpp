@@ -31,7 +31,6 @@ class TrajectoryRecorder {
                      const std::string& run_dir, const TrajMeta& meta, int last_iteration,
                      int compute_threads, Resume from);
 
-  bool on() const { return writer_ != nullptr; }
   /// Before World::step: the observations the agents act on, their actions and the learner's
   /// log-probabilities and values.
   void before_step(const World& world, int iteration, const std::vector<int>& actions,
