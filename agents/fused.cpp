@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <sstream>
+#include <string>
+#include <type_traits>
 
 #include "core/error.hpp"
 
@@ -115,6 +118,20 @@ void gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, const 
   auto c = torch::from_blob(C, {m, n});
   at::addmm_out(c, c, ta ? a.t() : a, tb ? b.t() : b, beta, 1.f);
 }
+
+// The key of a parameter's entry in torch::optim::Optimizer::state(): the TensorImpl's address
+// as text in libtorch 1.13 (written, as torch::optim::Adam writes it, through an ostream), the
+// address itself where a newer libtorch keys the map by pointer.
+template <typename Key>
+Key state_key(c10::TensorImpl* impl) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream s;
+    s << impl;
+    return s.str();
+  } else {
+    return Key(impl);
+  }
+}
 }  // namespace
 
 const torch::Tensor& MlpTape::forward(const Mlp& net, const torch::Tensor& X) {
@@ -215,7 +232,8 @@ void adam_step(torch::optim::Adam& opt) {
     const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const auto key =
+          state_key<typename std::decay_t<decltype(states)>::key_type>(p.unsafeGetTensorImpl());
       auto it = states.find(key);
       if (it == states.end()) {  // as torch::optim::Adam creates it on a first step
         auto s = std::make_unique<torch::optim::AdamParamState>();
