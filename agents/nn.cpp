@@ -61,7 +61,7 @@ def actor_input(self, obs: Tensor, agent: int) -> Tensor:
     b = obs.size(0)
     own = obs[:, agent, :]
     pub = obs[:, :, 0:self.num_public].reshape(b, self.num_agents * self.num_public)
-    onehot = torch.zeros(b, self.num_agents, dtype=obs.dtype)
+    onehot = torch.zeros(b, self.num_agents, dtype=obs.dtype, device=obs.device)
     onehot[:, agent] = 1.0
     return torch.cat([own, pub, onehot], 1)
 )";

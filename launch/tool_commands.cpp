@@ -67,8 +67,9 @@ void export_policy(const std::string& run_dir, const std::string& out, bool with
   std::vector<std::unique_ptr<Learner>> learners;
   std::vector<const Learner*> view;
   for (int r = 0; r < ranks; ++r) {
-    learners.push_back(
-        make_learner(cmd.run.algo, cmd.learners, spec, self, n, r * k, k, 1, cmd.run.seed));
+    // The run's env copies per rank: a learner that keeps per-copy state (tsdqn) checks it.
+    learners.push_back(make_learner(cmd.run.algo, cmd.learners, spec, self, n, r * k, k,
+                                    cmd.run.envs_per_rank, cmd.run.seed));
     learners.back()->load(model_path(run_dir, r));
     view.push_back(learners.back().get());
   }

@@ -172,10 +172,8 @@ struct Dqn::Impl {
   void finish_pending(const std::vector<float>& x2) {
     for (std::size_t r = 0; r < pending.size(); ++r) {
       if (!pending[r]) continue;
-      const std::int64_t act = pend_a[r];
-      const float rew = pend_r[r];
       replay[static_cast<std::size_t>(net_of(static_cast<int>(r)))].push(
-          pend_x.data() + r * static_cast<std::size_t>(in), &act, &rew, false,
+          pend_x.data() + r * static_cast<std::size_t>(in), pend_a[r], pend_r[r], false,
           x2.data() + r * static_cast<std::size_t>(in));
       pending[r] = 0;
     }
@@ -270,9 +268,8 @@ void Dqn::record(const StepFeedback& fb) {
       nn::agent_input(fb.terminal[static_cast<std::size_t>(c)], m.pub, m.first + r % m.k,
                       x2.data());
       const bool terminated = !fb.truncated[static_cast<std::size_t>(c)];
-      const std::int64_t act = m.last_act[ru];
-      m.replay[static_cast<std::size_t>(m.net_of(r))].push(x, &act, &fb.reward[ru], terminated,
-                                                           x2.data());
+      m.replay[static_cast<std::size_t>(m.net_of(r))].push(x, m.last_act[ru], fb.reward[ru],
+                                                           terminated, x2.data());
     } else {
       std::copy(x, x + m.in, m.pend_x.begin() + static_cast<std::ptrdiff_t>(ru) * m.in);
       m.pend_a[ru] = m.last_act[ru];

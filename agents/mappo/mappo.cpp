@@ -499,7 +499,7 @@ struct Mappo::Impl {
              "    emb = out.reshape(b, self.num_agents, -1).mean(1)\n" +
              std::string(per_target ? "    x = torch.cat([self.actor_input(o, agent), emb], 1)\n"
                                     : "    x = torch.cat([o[:, agent, :], emb], 1)\n");
-    return R"(    onehot = torch.zeros(b, self.num_agents, dtype=o.dtype)
+    return R"(    onehot = torch.zeros(b, self.num_agents, dtype=o.dtype, device=o.device)
     onehot[:, agent] = 1.0
     x = torch.cat([o.reshape(b, self.num_agents * self.obs_dim), onehot], 1)
 )";

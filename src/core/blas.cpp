@@ -29,6 +29,11 @@ std::string loaded_blas_path() {
         if (base.find("blas") == std::string_view::npos &&
             base.find("blis") == std::string_view::npos)
           return 0;
+        // A GPU BLAS (a CUDA libtorch loads libcublas) does not multiply host matrices.
+        if (base.find("cublas") != std::string_view::npos ||
+            base.find("hipblas") != std::string_view::npos ||
+            base.find("rocblas") != std::string_view::npos)
+          return 0;
         *static_cast<std::string*>(out) = std::string(name);
         return 1;
       },
@@ -54,6 +59,8 @@ BlasInfo probe() {
   } else if (b.path.find("/blas/") != std::string::npos) {
     b.name = "reference";  // Debian's libblas3: the netlib Fortran BLAS
     b.version = "netlib";
+  } else if (b.path.empty()) {
+    b.name = "built into libtorch";  // no BLAS library loaded: PyTorch's wheels link MKL in
   } else {
     b.name = "unknown";
   }

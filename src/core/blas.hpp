@@ -12,7 +12,8 @@
 namespace marlsched {
 
 struct BlasInfo {
-  std::string name;     ///< "OpenBLAS", "BLIS", "reference" (netlib) or "unknown"
+  std::string name;     ///< "OpenBLAS", "BLIS", "reference" (netlib), "built into libtorch" (no
+                        ///< BLAS library loaded) or "unknown"
   std::string version;  ///< the library's own version/config string, when it reports one
   std::string path;     ///< the loaded file, symlinks resolved ("" when none was found)
   /// The netlib reference BLAS: correct but unoptimized (several times slower here).

@@ -8,6 +8,7 @@
 /// learners sample from it with their own RNG and save it in their model files.
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -39,15 +40,34 @@ struct Replay {
     actions.assign(c * static_cast<std::size_t>(n_actions), 0);
   }
 
-  /// Appends one entry (overwriting the oldest when full).
+  /// Appends one entry (overwriting the oldest when full): `a` holds n_actions actions, `r`
+  /// n_rewards rewards.
   void push(const float* o, const std::int64_t* a, const float* r, bool terminated,
             const float* o2) {
+    const auto h = put_obs(o, terminated, o2);
+    std::copy(a, a + n_actions, actions.begin() + static_cast<std::ptrdiff_t>(h * n_actions));
+    std::copy(r, r + n_rewards, rewards.begin() + static_cast<std::ptrdiff_t>(h * n_rewards));
+    advance();
+  }
+
+  /// Appends one entry of a ring made with one action and one reward per entry (DQN's).
+  void push(const float* o, std::int64_t a, float r, bool terminated, const float* o2) {
+    assert(n_actions == 1 && n_rewards == 1);
+    const auto h = put_obs(o, terminated, o2);
+    actions[h] = a;
+    rewards[h] = r;
+    advance();
+  }
+
+ private:
+  std::size_t put_obs(const float* o, bool terminated, const float* o2) {
     const auto h = static_cast<std::size_t>(head);
     std::copy(o, o + obs_dim, obs.begin() + static_cast<std::ptrdiff_t>(h * obs_dim));
     std::copy(o2, o2 + obs_dim, next_obs.begin() + static_cast<std::ptrdiff_t>(h * obs_dim));
-    std::copy(a, a + n_actions, actions.begin() + static_cast<std::ptrdiff_t>(h * n_actions));
-    std::copy(r, r + n_rewards, rewards.begin() + static_cast<std::ptrdiff_t>(h * n_rewards));
     term[h] = terminated ? 1.f : 0.f;
+    return h;
+  }
+  void advance() {
     head = (head + 1) % cap;
     size = std::min(size + 1, cap);
   }

@@ -12,6 +12,8 @@ cd "$WORK"
 CFG="$SRC/launch/configs/lstcb.toml"
 "$BIN" train --config "$CFG" --agents-per-rank 4 --traj-every 0 --quiet --run-dir ts > ts.log
 cat ts/eval.md
+# Export refuses tsdqn with its own message (it once failed first on the env-copy count).
+expect_error "tsdqn export" 2 "cannot be exported yet" -- "$BIN" export ts
 for b in 4 8 16 32; do
   "$BIN" baselines --config "$CFG" --agents-per-rank 4 --max-batches $b --baselines fixed-batch \
     --quiet > fixed$b.txt

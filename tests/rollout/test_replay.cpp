@@ -29,4 +29,14 @@ TEST(Replay, RingKeepsTheNewestEntriesOfAnyWidth) {
   rb.init(2, 1);  // re-initialised: empty, default widths 1
   EXPECT_EQ(rb.size, 0);
   EXPECT_EQ(rb.actions.size(), 2u);
+  // One action and one reward per entry (DQN's ring) go in by value.
+  for (int i = 0; i < 3; ++i) {
+    const float o = static_cast<float>(i), o2 = o + 1;
+    rb.push(&o, std::int64_t{7 + i}, 0.25f * static_cast<float>(i), i == 2, &o2);
+  }
+  EXPECT_EQ(rb.size, 2);
+  EXPECT_EQ(rb.obs, (std::vector<float>{2, 1}));
+  EXPECT_EQ(rb.actions, (std::vector<std::int64_t>{9, 8}));
+  EXPECT_EQ(rb.rewards, (std::vector<float>{0.5f, 0.25f}));
+  EXPECT_EQ(rb.term, (std::vector<float>{1, 0}));
 }
