@@ -150,6 +150,10 @@ class Shard final : public marlsched::Shard {
   std::uint64_t events() const { return events_; }
 
  private:
+  /// The state that save_state() writes and load_state() reads, one list for both directions
+  /// (core/serialize.hpp's StateWriter and StateReader).
+  template <class Self, class IO>
+  static void state_fields(Self& s, IO& io);
   struct Acc {  // one decision interval at this ingress
     std::vector<double> arrived, success, late, dropped;
     double latency = 0, forwarded = 0, to_cloud = 0, work_ms = 0;

@@ -97,32 +97,21 @@ std::map<std::string, double> Shard::counters() const {
 }
 
 // The complete dynamic state, for checkpoints: load_state(save_state()) continues exactly.
+template <class Self, class IO>
+void Shard::state_fields(Self& s, IO& io) {
+  io.packed(s.signal_, s.step_).packed(s.noise_, s.match_, s.matches_, s.decisions_);
+}
+
 std::vector<std::byte> Shard::save_state() const {
-  ByteWriter w;
-  w.put(kMagic);
-  w.put<std::int32_t>(agent_);
-  w.put_string(write_states({&rng_}));
-  w.put_vector(std::vector<std::int32_t>{signal_, step_});
-  w.put_vector(std::vector<double>{noise_, match_, matches_, decisions_});
+  auto w = shard_state_writer(kMagic, agent_, {&rng_});
+  state_fields(*this, w);
   return w.bytes();
 }
 
 void Shard::load_state(const std::vector<std::byte>& state) {
-  ByteReader r(state.data(), state.size(), "coop shard state");
-  if (r.get<std::uint32_t>() != kMagic || r.get<std::int32_t>() != agent_)
-    MARLSCHED_THROW(InputError, "coop shard state: wrong magic or agent");
-  if (!read_states(r.get_string(), {&rng_}))
-    MARLSCHED_THROW(InputError, "coop shard state: bad RNG state");
-  const auto iv = r.get_vector<std::int32_t>();
-  const auto dv = r.get_vector<double>();
-  if (iv.size() != 2 || dv.size() != 4 || !r.done())
-    MARLSCHED_THROW(InputError, "coop shard state: wrong layout");
-  signal_ = iv[0];
-  step_ = iv[1];
-  noise_ = dv[0];
-  match_ = dv[1];
-  matches_ = dv[2];
-  decisions_ = dv[3];
+  auto r = shard_state_reader(state, "coop shard state", kMagic, agent_, {&rng_});
+  state_fields(*this, r);
+  r.finish();
 }
 
 }  // namespace marlsched::coop

@@ -41,6 +41,10 @@ class Shard final : public marlsched::Shard {
   void load_state(const std::vector<std::byte>& state) override;
 
  private:
+  /// The state that save_state() writes and load_state() reads, one list for both directions
+  /// (core/serialize.hpp's StateWriter and StateReader).
+  template <class Self, class IO>
+  static void state_fields(Self& s, IO& io);
   void draw();
   std::shared_ptr<const EnvSpec> spec_;
   int agent_, actions_;

@@ -103,6 +103,15 @@ struct SiteData {
   std::int64_t trace_t0 = 0, trace_span = 1;
 };
 
+/// The inter-region network: the index of a region name (US, EU, AP, SA; -1 for another), and
+/// the throughput (Mbps) and round-trip time (ms) between two regions' indices.
+int region_index(const std::string& region);
+double region_mbps(int from, int to);
+double region_rtt_ms(int from, int to);
+
+/// --trace-start as whole hours since the Unix epoch (ConfigError when it does not parse).
+std::int64_t trace_start_hour(const Config& c);
+
 /// Builds the spec (observation fields, actions, reward components) for `num_agents` sites.
 EnvSpec make_spec(const Config& cfg, int num_agents);
 
@@ -153,6 +162,10 @@ class Shard final : public marlsched::Shard {
   std::pair<double, double> energy_prices(int slot) const;
 
  private:
+  /// The state that save_state() writes and load_state() reads, one list for both directions
+  /// (core/serialize.hpp's StateWriter and StateReader).
+  template <class Self, class IO>
+  static void state_fields(Self& s, IO& io);
   void arrivals();
   void enqueue(const Job& j);
   double arrival_rate_per_hour(int slot) const;

@@ -14,156 +14,6 @@
 namespace marlsched::lstcb {
 
 namespace {
-const char* kSource =
-    "latency: weishengchong/Embedded-Deep-Learning README (Caffe forward pass, mean of 100 "
-    "iterations), batch 1 and 64 fitted as a + c*b; power: idle and board power from the vendor "
-    "specifications, busy power p_static + p_dyn*f^3 over the relative clock f (DVFS, as in "
-    "Zeus) [assumption]";
-}  // namespace
-
-const std::vector<Profile>& builtin_profiles() {
-  // Titan X (Maxwell, 250 W board power, about 15 W idle); Jetson TX1 (FP16, about 10 W).
-  static const std::vector<Profile> p = {
-      {"googlenet", "titan-x", 6.6317, 0.97143, 15, 60, 190, kSource},
-      {"alexnet", "titan-x", 2.1683, 0.33175, 15, 60, 190, kSource},
-      {"vgg16", "titan-x", 7.3048, 4.69524, 15, 60, 190, kSource},
-      {"googlenet", "jetson-tx1", 10.7556, 12.94444, 1.5, 3, 7, kSource},
-      {"alexnet", "jetson-tx1", 11.6317, 3.76825, 1.5, 3, 7, kSource},
-  };
-  return p;
-}
-
-std::string profiles_csv(const std::vector<Profile>& ps) {
-  std::ostringstream os;
-  os << "model,gpu,a_ms,c_ms_per_item,p_idle_w,p_static_w,p_dyn_w,source\n";
-  os.precision(10);
-  for (const auto& p : ps)
-    os << p.model << ',' << p.gpu << ',' << p.a_ms << ',' << p.c_ms << ',' << p.p_idle << ','
-       << p.p_static << ',' << p.p_dyn << ",\"" << p.source << "\"\n";
-  return os.str();
-}
-
-std::vector<Profile> load_profiles(const std::string& path) {
-  const auto t = csv::read(path, true);
-  const std::vector<std::string> want = {"model",    "gpu",        "a_ms",    "c_ms_per_item",
-                                         "p_idle_w", "p_static_w", "p_dyn_w", "source"};
-  MARLSCHED_REQUIRE_INPUT(t.header == want, path << ": expected the header "
-                                                 << "model,gpu,a_ms,c_ms_per_item,p_idle_w,"
-                                                    "p_static_w,p_dyn_w,source");
-  std::vector<Profile> out;
-  for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    MARLSCHED_REQUIRE_INPUT(t.rows[r].size() == want.size(),
-                            path << ":" << t.line_numbers[r] << ": expected " << want.size()
-                                 << " fields, got " << t.rows[r].size());
-    Profile p{t.rows[r][0],
-              t.rows[r][1],
-              csv::parse_double(t, r, 2),
-              csv::parse_double(t, r, 3),
-              csv::parse_double(t, r, 4),
-              csv::parse_double(t, r, 5),
-              csv::parse_double(t, r, 6),
-              t.rows[r][7]};
-    MARLSCHED_REQUIRE_INPUT(
-        p.a_ms >= 0 && p.c_ms > 0 && p.p_idle >= 0 && p.p_static >= 0 && p.p_dyn >= 0,
-        path << ":" << t.line_numbers[r]
-             << ": latencies and powers must be >= 0 (c_ms_per_item > 0)");
-    out.push_back(p);
-  }
-  MARLSCHED_REQUIRE_INPUT(!out.empty(), path << ": no profile rows");
-  return out;
-}
-
-Profile select_profile(const Config& cfg) {
-  const auto ps = cfg.profile_file.empty() ? builtin_profiles() : load_profiles(cfg.profile_file);
-  std::string known;
-  for (const auto& p : ps) {
-    if (p.model + "/" + p.gpu == cfg.profile) return p;
-    known += (known.empty() ? "" : ", ") + p.model + "/" + p.gpu;
-  }
-  MARLSCHED_THROW(ConfigError,
-                  "--profile: no batch profile '" << cfg.profile << "' (known: " << known << ")");
-}
-
-void Config::bind(OptionBinder& b) {
-  b.group("Env: cooperative batching for edge inference (lstcb)");
-  b.add("batch-rates", rates, "peak request arrivals per second at each edge server");
-  b.add("batch-replicate", replicate, "cycle --batch-rates for more agents");
-  b.add("profile", profile, "model/gpu batch profile (see data/lstcb/batch_profiles.csv)");
-  b.add("profile-file", profile_file, "a batch profile CSV (default: the built-in table)");
-  b.add("slo-ms", slo_ms, "latency SLO of a request (ms)");
-  b.add("slo-guard-ms", slo_guard_ms,
-        "safety margin of the slack mode: it starts a batch so that it ends by slo - guard");
-  b.add("link-ms", link_ms, "one-way latency between neighbouring servers (ms)");
-  b.add("batch-neighbours", neighbours, "cooperating neighbours per server (ring order)");
-  b.add("max-batches", max_batches, "maximum batch sizes the long-timescale decision chooses from");
-  b.add("freqs", freqs, "relative GPU clocks the long-timescale decision chooses from");
-  b.add("steer", steer, "shares of new requests a server may steer to its least loaded neighbour");
-  b.add("timeout-ms", timeout_ms, "queue delay after which the timeout mode dispatches");
-  b.add("slot-ms", slot_ms, "short-timescale decision slot (ms)");
-  b.add("window-slots", window_slots, "slots per long-timescale window");
-  b.add("episode-windows", episode_windows, "windows per episode");
-  b.add("levels", levels, "arrival rate levels (x peak); one holds per window");
-  b.add("level-switch", level_switch, "per-window probability that the rate level changes");
-  b.add("bursty", bursty, "short bursts on top of the level (Markov-modulated)");
-  b.add("batch-burst-factor", burst_factor, "rate multiplier during a burst");
-  b.add("batch-burst-start", burst_start, "per-slot probability that a burst starts");
-  b.add("batch-burst-end", burst_end, "per-slot probability that a burst ends");
-  b.add("w-energy", w_energy, "reward penalty per joule");
-  b.add("w-slo", w_slo, "reward penalty per SLO violation");
-}
-
-void Config::validate(int num_agents) const {
-  MARLSCHED_REQUIRE(!rates.empty(), "--batch-rates: at least one server is needed");
-  for (double r : rates)
-    MARLSCHED_REQUIRE(r >= 0 && std::isfinite(r), "--batch-rates must be finite and >= 0");
-  if (replicate)
-    MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) >= rates.size(),
-                      "--batch-replicate cycles "
-                          << rates.size() << " servers over the run's agents, but the run has only "
-                          << num_agents
-                          << " agents (ranks x agents-per-rank), which would drop a server; list "
-                             "at most "
-                          << num_agents << " --batch-rates or run more agents");
-  else
-    MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) == rates.size(),
-                      "the config defines " << rates.size() << " edge servers but the run has "
-                                            << num_agents
-                                            << " agents (ranks x agents-per-rank); give one "
-                                               "--batch-rates entry per agent or "
-                                               "--batch-replicate");
-  select_profile(*this);
-  MARLSCHED_REQUIRE(slo_ms > 0 && std::isfinite(slo_ms), "--slo-ms must be positive");
-  MARLSCHED_REQUIRE(slo_guard_ms >= 0 && slo_guard_ms < slo_ms,
-                    "--slo-guard-ms must be in [0, --slo-ms)");
-  MARLSCHED_REQUIRE(link_ms > 0 && std::isfinite(link_ms), "--link-ms must be positive");
-  MARLSCHED_REQUIRE(neighbours >= 0, "--batch-neighbours must be >= 0");
-  MARLSCHED_REQUIRE(!max_batches.empty(), "--max-batches needs at least one value");
-  for (int b : max_batches)
-    MARLSCHED_REQUIRE(b >= 1 && b <= 4096, "--max-batches values must be in [1, 4096]");
-  MARLSCHED_REQUIRE(!freqs.empty(), "--freqs needs at least one value");
-  for (double f : freqs) MARLSCHED_REQUIRE(f > 0 && f <= 1, "--freqs values must be in (0, 1]");
-  MARLSCHED_REQUIRE(!steer.empty(), "--steer needs at least one value");
-  for (double s : steer) MARLSCHED_REQUIRE(s >= 0 && s <= 1, "--steer values must be in [0, 1]");
-  MARLSCHED_REQUIRE(timeout_ms >= 0 && std::isfinite(timeout_ms), "--timeout-ms must be >= 0");
-  MARLSCHED_REQUIRE(slot_ms > 0 && std::isfinite(slot_ms), "--slot-ms must be positive");
-  MARLSCHED_REQUIRE(window_slots >= 1, "--window-slots must be >= 1");
-  MARLSCHED_REQUIRE(episode_windows >= 1, "--episode-windows must be >= 1");
-  MARLSCHED_REQUIRE(!levels.empty(), "--levels needs at least one value");
-  for (double l : levels)
-    MARLSCHED_REQUIRE(l >= 0 && std::isfinite(l), "--levels values must be finite and >= 0");
-  for (double p : {level_switch, burst_start, burst_end})
-    MARLSCHED_REQUIRE(
-        p >= 0 && p <= 1,
-        "--level-switch, --batch-burst-start, --batch-burst-end are probabilities in [0, 1]");
-  MARLSCHED_REQUIRE(burst_factor >= 0 && std::isfinite(burst_factor),
-                    "--batch-burst-factor must be >= 0");
-  MARLSCHED_REQUIRE(w_energy >= 0 && w_slo >= 0 && std::isfinite(w_energy) && std::isfinite(w_slo),
-                    "--w-energy and --w-slo must be finite and >= 0");
-  MARLSCHED_REQUIRE(std::ceil(slot_ms / link_ms) <= 1000,
-                    "--slot-ms / --link-ms needs more than 1000 exchange windows");
-}
-
-namespace {
 const char* kModes[] = {"wait", "timeout", "dispatch", "slack", "single"};
 constexpr int kNumModes = 5;
 /// The short actions: the modes, then "dispatch+overflow>nbrK" and "slack+overflow>nbrK" for
@@ -627,69 +477,35 @@ namespace {
 constexpr std::uint32_t kMagic = 0x15CB'0001;
 }
 
+template <class Self, class IO>
+void Shard::state_fields(Self& s, IO& io) {
+  io.packed(s.batch_cap_, s.mode_, s.overflow_to_, s.steer_to_, s.level_, s.burst_, s.slot_);
+  io.packed(s.freq_, s.steer_, s.next_arrival_, s.clock_, s.slot_start_, s.last_t_, s.busy_until_,
+            s.batch_freq_, s.s_energy_, s.s_served_, s.s_viol_, s.s_steered_, s.s_latency_,
+            s.s_busy_, s.s_arrived_, s.last_util_, s.last_arrived_, s.last_energy_, s.w_served_,
+            s.w_viol_, s.last_window_viol_, s.arrived_, s.entered_, s.served_, s.violations_,
+            s.steered_, s.received_, s.abandoned_, s.energy_j_, s.busy_ms_, s.sim_ms_,
+            s.latency_sum_, s.area_ms_, s.left_ms_, s.batches_, s.late_deliveries_);
+  io(s.nbr_load_, s.serial_);
+  if constexpr (IO::kWriting) {  // the queue from its head: the reader's head is 0
+    io(std::vector<Request>(s.queue_.begin() + static_cast<std::ptrdiff_t>(s.head_),
+                            s.queue_.end()));
+  } else {
+    io(s.queue_);
+    s.head_ = 0;
+  }
+  io(s.batch_, s.inbox_, s.hist_, s.events_);
+}
+
 std::vector<std::byte> Shard::save_state() const {
-  ByteWriter w;
-  w.put(kMagic);
-  w.put<std::int32_t>(agent_);
-  w.put_string(write_states({&rng_, &exo_}));
-  w.put_vector(std::vector<std::int32_t>{batch_cap_, mode_, overflow_to_, steer_to_, level_,
-                                         burst_ ? 1 : 0, slot_});
-  w.put_vector(std::vector<double>{
-      freq_,       steer_,       next_arrival_,     clock_,     slot_start_,   last_t_,
-      busy_until_, batch_freq_,  s_energy_,         s_served_,  s_viol_,       s_steered_,
-      s_latency_,  s_busy_,      s_arrived_,        last_util_, last_arrived_, last_energy_,
-      w_served_,   w_viol_,      last_window_viol_, arrived_,   entered_,      served_,
-      violations_, steered_,     received_,         abandoned_, energy_j_,     busy_ms_,
-      sim_ms_,     latency_sum_, area_ms_,          left_ms_,   batches_,      late_deliveries_});
-  w.put_vector(nbr_load_);
-  w.put(serial_);
-  w.put_vector(
-      std::vector<Request>(queue_.begin() + static_cast<std::ptrdiff_t>(head_), queue_.end()));
-  w.put_vector(batch_);
-  w.put_vector(inbox_);
-  w.put_vector(hist_);
-  w.put(events_);
+  auto w = shard_state_writer(kMagic, agent_, {&rng_, &exo_});
+  state_fields(*this, w);
   return w.bytes();
 }
 
 void Shard::load_state(const std::vector<std::byte>& state) {
-  ByteReader r(state.data(), state.size(), "lstcb shard state");
-  if (r.get<std::uint32_t>() != kMagic || r.get<std::int32_t>() != agent_)
-    MARLSCHED_THROW(InputError, "lstcb shard state: wrong magic or agent");
-  if (!read_states(r.get_string(), {&rng_, &exo_}))
-    MARLSCHED_THROW(InputError, "lstcb shard state: bad RNG state");
-  const auto iv = r.get_vector<std::int32_t>();
-  const auto dv = r.get_vector<double>();
-  if (iv.size() != 7 || dv.size() != 36)
-    MARLSCHED_THROW(InputError, "lstcb shard state: wrong layout");
-  batch_cap_ = iv[0];
-  mode_ = iv[1];
-  overflow_to_ = iv[2];
-  steer_to_ = iv[3];
-  level_ = iv[4];
-  burst_ = iv[5] != 0;
-  slot_ = iv[6];
-  double* dst[] = {&freq_,       &steer_,        &next_arrival_,
-                   &clock_,      &slot_start_,   &last_t_,
-                   &busy_until_, &batch_freq_,   &s_energy_,
-                   &s_served_,   &s_viol_,       &s_steered_,
-                   &s_latency_,  &s_busy_,       &s_arrived_,
-                   &last_util_,  &last_arrived_, &last_energy_,
-                   &w_served_,   &w_viol_,       &last_window_viol_,
-                   &arrived_,    &entered_,      &served_,
-                   &violations_, &steered_,      &received_,
-                   &abandoned_,  &energy_j_,     &busy_ms_,
-                   &sim_ms_,     &latency_sum_,  &area_ms_,
-                   &left_ms_,    &batches_,      &late_deliveries_};
-  for (std::size_t i = 0; i < dv.size(); ++i) *dst[i] = dv[i];
-  nbr_load_ = r.get_vector<float>();
-  serial_ = r.get<std::uint64_t>();
-  queue_ = r.get_vector<Request>();
-  head_ = 0;
-  batch_ = r.get_vector<Request>();
-  inbox_ = r.get_vector<Wire>();
-  hist_ = r.get_vector<double>();
-  events_ = r.get<std::uint64_t>();
+  auto r = shard_state_reader(state, "lstcb shard state", kMagic, agent_, {&rng_, &exo_});
+  state_fields(*this, r);
   if (nbr_load_.size() != static_cast<std::size_t>(k_) || hist_.size() != latency::kBins)
     MARLSCHED_THROW(InputError, "lstcb shard state: does not match this configuration");
   std::make_heap(inbox_.begin(), inbox_.end(), Later{});

@@ -120,6 +120,10 @@ class Shard final : public marlsched::Shard {
   std::uint64_t events() const { return events_; }
 
  private:
+  /// The state that save_state() writes and load_state() reads, one list for both directions
+  /// (core/serialize.hpp's StateWriter and StateReader).
+  template <class Self, class IO>
+  static void state_fields(Self& s, IO& io);
   void next_arrival();
   void arrival(double t);
   void enqueue(const Request& r, double t);

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <memory>
@@ -29,6 +30,8 @@
 #include <vector>
 
 #include "core/options.hpp"
+#include "core/rng.hpp"
+#include "core/serialize.hpp"
 
 namespace marlsched {
 
@@ -187,5 +190,14 @@ class EnvConfig {
   /// fits (e.g. replicated sites). Launch helpers derive the rank count from it.
   virtual int defined_agents() const { return 0; }
 };
+
+/// The header every shard's saved state opens with: a format magic, the agent the state belongs
+/// to and the states of the shard's random generators. shard_state_writer starts a state with it;
+/// shard_state_reader checks it (InputError naming `what`: "geodc shard state: wrong format")
+/// and restores the generators. The shard's own fields follow (StateWriter, StateReader).
+StateWriter shard_state_writer(std::uint32_t magic, int agent,
+                               std::initializer_list<const Rng*> rngs);
+StateReader shard_state_reader(const std::vector<std::byte>& state, const std::string& what,
+                               std::uint32_t magic, int agent, std::initializer_list<Rng*> rngs);
 
 }  // namespace marlsched

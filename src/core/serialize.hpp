@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -92,6 +93,96 @@ class ByteReader {
   }
   const std::byte* p_;
   const std::byte* end_;
+  std::string what_;
+};
+
+namespace detail {
+template <class T>
+struct is_vector : std::false_type {};
+template <class T, class A>
+struct is_vector<std::vector<T, A>> : std::true_type {};
+}  // namespace detail
+
+/// One field list for both directions of a saved state. A type writes the list once, as
+///
+///     template <class Self, class IO> static void state_fields(Self& s, IO& io) {
+///       io(s.clock_, s.queue_).packed(s.served_, s.dropped_);
+///     }
+///
+/// and calls it with a StateWriter from save_state() (Self const) and a StateReader from
+/// load_state(): the two directions cannot drift apart. io(x...) stores each value (a
+/// trivially copyable value, a std::string, a std::vector of trivially copyable items, a bool
+/// as one byte); packed(x...) stores scalars of one type as one counted vector.
+class StateWriter {
+ public:
+  static constexpr bool kWriting = true;
+  template <class... T>
+  StateWriter& operator()(const T&... v) {
+    (put(v), ...);
+    return *this;
+  }
+  template <class T, class... U>
+  StateWriter& packed(const T& first, const U&... rest) {
+    w_.put_vector(std::vector<T>{first, static_cast<T>(rest)...});
+    return *this;
+  }
+  std::vector<std::byte>& bytes() { return w_.bytes(); }
+
+ private:
+  template <class T>
+  void put(const T& v) {
+    if constexpr (detail::is_vector<T>::value)
+      w_.put_vector(v);
+    else if constexpr (std::is_same_v<T, std::string>)
+      w_.put_string(v);
+    else if constexpr (std::is_same_v<T, bool>)
+      w_.put<std::uint8_t>(v ? 1 : 0);
+    else
+      w_.put(v);
+  }
+  ByteWriter w_;
+};
+
+class StateReader {
+ public:
+  static constexpr bool kWriting = false;
+  /// `what` names the state in errors ("geodc shard state: ...").
+  StateReader(const std::vector<std::byte>& state, std::string what)
+      : r_(state.data(), state.size(), what), what_(std::move(what)) {}
+  template <class... T>
+  StateReader& operator()(T&... v) {
+    (get(v), ...);
+    return *this;
+  }
+  template <class T, class... U>
+  StateReader& packed(T& first, U&... rest) {
+    const auto v = r_.get_vector<T>();
+    if (v.size() != 1 + sizeof...(U))
+      MARLSCHED_THROW(InputError, what_ << ": wrong layout (a group of " << 1 + sizeof...(U)
+                                        << " values holds " << v.size() << ")");
+    std::size_t i = 0;
+    first = v[i++];
+    ((rest = static_cast<U>(v[i++])), ...);
+    return *this;
+  }
+  /// Throws InputError unless every byte was read.
+  void finish() const {
+    if (!r_.done()) MARLSCHED_THROW(InputError, what_ << ": trailing bytes");
+  }
+
+ private:
+  template <class T>
+  void get(T& v) {
+    if constexpr (detail::is_vector<T>::value)
+      v = r_.get_vector<typename T::value_type>();
+    else if constexpr (std::is_same_v<T, std::string>)
+      v = r_.get_string();
+    else if constexpr (std::is_same_v<T, bool>)
+      v = r_.get<std::uint8_t>() != 0;
+    else
+      v = r_.get<T>();
+  }
+  ByteReader r_;
   std::string what_;
 };
 

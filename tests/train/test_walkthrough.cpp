@@ -72,25 +72,25 @@ class EchoShard final : public Shard {
   }
   void receive(const WorkRecord&) override { MARLSCHED_THROW(InputError, "echo sends no work"); }
   std::map<std::string, double> counters() const override { return {{"hits", hits_}}; }
+  // Checkpoints: one field list serves both directions (core/serialize.hpp); the header
+  // (format magic, agent, random generators) comes from core/env.hpp.
   std::vector<std::byte> save_state() const override {
-    ByteWriter w;
-    w.put_string(write_states({&rng_}));
-    w.put_vector(
-        std::vector<double>{static_cast<double>(step_), static_cast<double>(bit_), hit_, hits_});
+    auto w = shard_state_writer(kMagic, 0, {&rng_});
+    state_fields(*this, w);
     return w.bytes();
   }
   void load_state(const std::vector<std::byte>& state) override {
-    ByteReader r(state.data(), state.size(), "echo shard state");
-    MARLSCHED_REQUIRE(read_states(r.get_string(), {&rng_}), "echo shard state: bad RNG state");
-    const auto v = r.get_vector<double>();
-    MARLSCHED_REQUIRE(v.size() == 4 && r.done(), "echo shard state: wrong layout");
-    step_ = static_cast<int>(v[0]);
-    bit_ = static_cast<int>(v[1]);
-    hit_ = v[2];
-    hits_ = v[3];
+    auto r = shard_state_reader(state, "echo shard state", kMagic, 0, {&rng_});
+    state_fields(*this, r);
+    r.finish();
   }
 
  private:
+  static constexpr std::uint32_t kMagic = 0xEC40'0001;
+  template <class Self, class IO>
+  static void state_fields(Self& s, IO& io) {
+    io(s.step_, s.bit_, s.hit_, s.hits_);
+  }
   std::shared_ptr<const EnvSpec> spec_;
   Rng rng_;
   int step_ = 0, bit_ = 0;

@@ -1,0 +1,104 @@
+#include <cmath>
+
+#include "agents/mappo/mappo.hpp"
+#include "core/error.hpp"
+#include "envs/baselines.hpp"
+
+namespace marlsched {
+
+void MappoConfig::bind(OptionBinder& b) {
+  b.group("Agent: MAPPO");
+  b.add("lr-actor", lr_actor, "actor learning rate (Adam)");
+  b.add("lr-critic", lr_critic, "critic learning rate (Adam)");
+  b.add("gamma", gamma, "discount factor");
+  b.add("gae-lambda", gae_lambda, "GAE λ");
+  b.add("clip", clip, "PPO clipping ε");
+  b.add("epochs", epochs, "PPO epochs per update");
+  b.add("minibatches", minibatches, "minibatches per epoch (per rank)");
+  b.add("entropy-coef", entropy_coef, "entropy bonus coefficient");
+  b.add("value-coef", value_coef, "value loss coefficient");
+  b.add("huber-delta", huber_delta, "Huber loss δ for the value loss");
+  b.add("max-grad-norm", max_grad_norm, "global gradient norm clip (actor and critic separately)");
+  b.add("actor-hidden", actor_hidden, "actor hidden layer sizes");
+  b.add("actor", actor,
+        "actor: mlp (own observation, every site's public fields and the agent id; grows with the "
+        "agent count) or targets (one network scores each (mode, target) of the env's targeted "
+        "actions, e.g. geodc, from the own observation and the target's features; size "
+        "independent of the agent count)");
+  b.add("critic-hidden", critic_hidden, "critic hidden layer sizes");
+  b.add("critic", critic,
+        "critic input: concat (every agent's observation and the agent id; grows with the agent "
+        "count) or pooled (own observation and the mean of a shared per-agent embedding, which the "
+        "ranks exchange as one fixed-size sum per step; size "
+        "independent of the agent count)");
+  b.add("critic-embed", critic_embed, "embedding width of the pooled critic");
+  b.add("share-actor", share_actor, "one actor shared by all agents (with agent-id input)");
+  b.add("actor-groups", actor_groups,
+        "group of each agent, in agent order (0, 1, ...): one actor per group, shared by its "
+        "agents across ranks (heterogeneous agents); empty: --share-actor decides");
+  b.add("value-norm", value_norm, "normalise value targets with running moments");
+  b.add("overlap-grads", overlap_grads,
+        "start the critic's gradient allreduce (MPI_Iallreduce) before the actor's backward pass, "
+        "so the two overlap; off: one blocking allreduce after both");
+  b.add("team-reward", team_reward, "β in reward = (1-β)·own + β·mean over agents");
+  b.add("rollout-steps", rollout_steps, "environment steps per update");
+  b.add("imitate", imitate,
+        "warm start: a heuristic baseline (e.g. least-loaded) whose action in every state the "
+        "policy visits the actor also learns, by cross-entropy, for the first "
+        "--imitate-iterations updates (DAgger-style; empty: none)");
+  b.add("imitate-iterations", imitate_iterations,
+        "updates over which the imitation weight falls linearly from --imitate-coef to 0");
+  b.add("imitate-coef", imitate_coef, "initial weight of the imitation loss");
+}
+
+ActorKind MappoConfig::actor_kind() const {
+  if (actor == "mlp") return ActorKind::kMlp;
+  if (actor == "targets") return ActorKind::kTargets;
+  MARLSCHED_THROW(ConfigError, "--actor must be mlp or targets, got '" << actor << "'");
+}
+
+CriticKind MappoConfig::critic_kind() const {
+  if (critic == "concat") return CriticKind::kConcat;
+  if (critic == "pooled") return CriticKind::kPooled;
+  if (critic == "local") return CriticKind::kLocal;  // IPPO's (agents/registry.cpp sets it)
+  MARLSCHED_THROW(ConfigError, "--critic must be concat or pooled, got '" << critic << "'");
+}
+
+void MappoConfig::validate() const {
+  require_learning_rate(lr_actor, "lr-actor");
+  require_learning_rate(lr_critic, "lr-critic");
+  MARLSCHED_REQUIRE(gamma > 0 && gamma <= 1, "--gamma must be in (0, 1], got " << gamma);
+  MARLSCHED_REQUIRE(gae_lambda >= 0 && gae_lambda <= 1, "--gae-lambda must be in [0, 1]");
+  require_positive(clip, "clip");
+  MARLSCHED_REQUIRE(epochs >= 1, "--epochs must be >= 1, got " << epochs);
+  MARLSCHED_REQUIRE(minibatches >= 1, "--minibatches must be >= 1, got " << minibatches);
+  MARLSCHED_REQUIRE(entropy_coef >= 0 && std::isfinite(entropy_coef),
+                    "--entropy-coef must be >= 0");
+  require_positive(value_coef, "value-coef");
+  require_positive(huber_delta, "huber-delta");
+  require_positive(max_grad_norm, "max-grad-norm");
+  MARLSCHED_REQUIRE(!actor_hidden.empty() && !critic_hidden.empty(),
+                    "--actor-hidden and --critic-hidden need at least one layer");
+  for (int h : actor_hidden) MARLSCHED_REQUIRE(h > 0, "--actor-hidden sizes must be positive");
+  for (int h : critic_hidden) MARLSCHED_REQUIRE(h > 0, "--critic-hidden sizes must be positive");
+  actor_kind();
+  critic_kind();
+  MARLSCHED_REQUIRE(critic_embed >= 1, "--critic-embed must be >= 1, got " << critic_embed);
+  MARLSCHED_REQUIRE(team_reward >= 0 && team_reward <= 1, "--team-reward must be in [0, 1]");
+  MARLSCHED_REQUIRE(rollout_steps >= 1, "--rollout-steps must be >= 1");
+  MARLSCHED_REQUIRE(imitate_iterations >= 0,
+                    "--imitate-iterations must be >= 0, got " << imitate_iterations);
+  MARLSCHED_REQUIRE(imitate_coef >= 0 && std::isfinite(imitate_coef),
+                    "--imitate-coef must be >= 0, got " << imitate_coef);
+  MARLSCHED_REQUIRE(imitate.empty() || imitate_iterations > 0,
+                    "--imitate " << imitate << " needs --imitate-iterations > 0");
+}
+
+void MappoConfig::check_env(const EnvSpec& spec) const {
+  MARLSCHED_REQUIRE(actor_kind() != ActorKind::kTargets || spec.num_targets() > 0,
+                    "--actor targets needs an env with a targeted action space (geodc); '"
+                        << spec.name << "' has none: use --actor mlp");
+  if (!imitate.empty()) make_heuristic(imitate, spec, 0);  // a baseline of this env
+}
+
+}  // namespace marlsched

@@ -1,0 +1,179 @@
+#include "agents/mappo/mappo.hpp"
+
+#include "agents/mappo/mappo_impl.hpp"
+
+namespace marlsched {
+
+void Mappo::export_torchscript(const std::vector<const Mappo*>& ranks, const std::string& path,
+                               const std::string& metadata, bool with_critic) {
+  MARLSCHED_CHECK(!ranks.empty(), "no learner to export");
+  const Impl& m0 = *ranks.front()->impl_;
+  auto mod = nn::policy_module(m0.n, m0.d, m0.pub, m0.na, metadata);
+
+  std::ostringstream src;
+  src << (m0.per_target ? nn::script_target_input(mod, m0.spec) : nn::script_agent_input())
+      << nn::script_logits_head();
+  const bool pt = m0.per_target;
+  if (m0.cfg.share_actor && m0.group_of.empty()) {
+    src << nn::script_actor(mod, "actor", m0.actors[0], "    ", pt) << "    return out\n";
+  } else if (m0.cfg.share_actor) {
+    // One actor per group (every rank holds them all): each agent's branch uses its group's.
+    std::vector<const Mlp*> nets;
+    for (int g : m0.cfg.actor_groups) nets.push_back(&m0.actors[static_cast<std::size_t>(g)]);
+    src << nn::script_per_agent(mod, "actor", nets, pt);
+  } else {
+    // One actor per agent, gathered from the ranks that trained them.
+    std::vector<const Mlp*> nets;
+    for (const Mappo* r : ranks)
+      for (const auto& net : r->impl_->actors) nets.push_back(&net);
+    MARLSCHED_CHECK(static_cast<int>(nets.size()) == m0.n,
+                    "exported " << nets.size() << " actors for " << m0.n << " agents");
+    src << nn::script_per_agent(mod, "actor", nets, pt);
+  }
+  src << nn::script_softmax_policy();
+  if (with_critic) {
+    mod.register_attribute("value_mean", c10::FloatType::get(),
+                           m0.cfg.value_norm ? m0.vnorm.mean : 0.0);
+    mod.register_attribute("value_std", c10::FloatType::get(),
+                           m0.cfg.value_norm ? m0.vnorm.std() : 1.0);
+    src << R"(
+def value(self, obs: Tensor, agent: int) -> Tensor:
+    self.check_input(obs, agent)
+    single = obs.dim() == 2
+    o = obs.unsqueeze(0) if single else obs
+    b = o.size(0)
+)" << m0.critic_script(mod)
+        << script_mlp(mod, "critic", m0.critic, "    ")
+        << R"(    v = out.squeeze(-1) * self.value_std + self.value_mean
+    return v[0] if single else v
+)";
+  }
+  nn::save_module(mod, src.str(), path);
+}
+
+void Mappo::save(const std::string& path) const {
+  const auto& m = *impl_;
+  auto params = params_of(m.actors);
+  for (auto& t : m.critic_params()) params.push_back(t);
+  nn::require_finite(params, "model '" + path + "'");
+  torch::serialize::OutputArchive ar;
+  ar.write("meta", torch::tensor(m.layout()));
+  for (std::size_t i = 0; i < m.actors.size(); ++i) {
+    torch::serialize::OutputArchive sub;
+    m.actors[i]->save(sub);
+    ar.write("actor" + std::to_string(i), sub);
+  }
+  torch::serialize::OutputArchive cs, ao, co;
+  m.critic->save(cs);
+  ar.write("critic", cs);
+  if (m.pooled) {
+    torch::serialize::OutputArchive es;
+    m.critic_enc->save(es);
+    ar.write("critic_enc", es);
+  }
+  m.actor_opt->save(ao);
+  ar.write("actor_opt", ao);
+  m.critic_opt->save(co);
+  ar.write("critic_opt", co);
+  ar.write("vnorm", torch::tensor({m.vnorm.count, m.vnorm.mean, m.vnorm.m2}, torch::kFloat64));
+  ar.write("rng", nn::string_tensor(write_states({&m.sample_rng, &m.shuffle_rng})));
+  ar.write("updates", torch::tensor({m.updates_done}, torch::kInt64));
+  std::ostringstream bytes;
+  ar.save_to(bytes);  // in memory: a full disk then fails in write_file, with errno
+  write_file(path, bytes.str());
+}
+
+void Mappo::load(const std::string& path) {
+  verify_archive(path, "model");
+  try {
+    load_impl(path);
+  } catch (const c10::Error&) {
+    MARLSCHED_THROW(InputError,
+                    "cannot read model '" << path << "': corrupted or not a marlsched model file");
+  }
+}
+
+void Mappo::load_impl(const std::string& path) {
+  auto& m = *impl_;
+  torch::serialize::InputArchive ar;
+  torch::Tensor meta;
+  try {
+    ar.load_from(path, m.dev);  // networks and optimiser state straight onto the device
+    ar.read("meta", meta);
+    meta = nn::host(meta);
+  } catch (const c10::Error& e) {
+    MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
+  }
+  const auto want = m.layout();
+  MARLSCHED_REQUIRE(
+      meta.numel() == static_cast<std::int64_t>(want.size()) &&
+          std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
+      "model '" << path
+                << "' was trained with a different layout (agents, agents per "
+                   "rank, observation or action space, actor sharing or groups, --actor, or a "
+                   "centralized (mappo) vs decentralized (ippo) critic)");
+  for (std::size_t i = 0; i < m.actors.size(); ++i) {
+    torch::serialize::InputArchive sub;
+    ar.read("actor" + std::to_string(i), sub);
+    m.actors[i]->load(sub);
+  }
+  torch::serialize::InputArchive cs, ao, co;
+  ar.read("critic", cs);
+  m.critic->load(cs);
+  if (m.pooled) {
+    torch::serialize::InputArchive es;
+    ar.read("critic_enc", es);
+    m.critic_enc->load(es);
+  }
+  ar.read("actor_opt", ao);
+  m.actor_opt->load(ao);
+  ar.read("critic_opt", co);
+  m.critic_opt->load(co);
+  torch::Tensor vn;
+  ar.read("vnorm", vn);
+  m.vnorm.count = vn[0].item<double>();
+  m.vnorm.mean = vn[1].item<double>();
+  m.vnorm.m2 = vn[2].item<double>();
+  torch::Tensor rt;
+  ar.read("rng", rt);
+  MARLSCHED_REQUIRE(read_states(nn::tensor_string(rt), {&m.sample_rng, &m.shuffle_rng}),
+                    "model '" << path << "': bad RNG state");
+  torch::Tensor updates;  // absent from models written before --imitate existed
+  m.updates_done = ar.try_read("updates", updates) ? updates[0].item<std::int64_t>() : 0;
+}
+
+const std::vector<StatName>& Mappo::stat_names() const {
+  static const std::vector<StatName> names = {
+      {"policy_loss", "loss/policy"},          {"value_loss", "loss/value"},
+      {"entropy", "policy/entropy"},           {"approx_kl", "policy/approx_kl"},
+      {"clip_frac", "policy/clip_frac"},       {"grad_norm_actor", "grad_norm/actor"},
+      {"grad_norm_critic", "grad_norm/critic"}};
+  return names;
+}
+
+bool Mappo::shared_parameters_identical() const {
+  return dist::parameters_identical(impl_->shared_params(), impl_->comm);
+}
+
+std::uint64_t Mappo::shared_parameter_digest() const {
+  return dist::parameter_digest(impl_->shared_params());
+}
+
+std::vector<float> Mappo::action_probs(const GlobalObs& g, int local_agent) const {
+  const auto& m = *impl_;
+  std::vector<float> xa(static_cast<std::size_t>(m.ain)), xc(static_cast<std::size_t>(m.cin));
+  m.build_inputs(g, local_agent, xa.data(), xc.data());
+  torch::NoGradGuard guard;
+  auto X = torch::from_blob(xa.data(), {1, m.ain}, torch::kFloat32).to(m.dev);
+  auto idx = torch::full({1}, local_agent, torch::TensorOptions(torch::kInt64).device(m.dev));
+  auto p = nn::host(torch::softmax(m.logits(X, idx), 1));
+  return std::vector<float>(p.data_ptr<float>(), p.data_ptr<float>() + m.na);
+}
+
+std::int64_t Mappo::shared_parameter_count() const {
+  std::int64_t n = 0;
+  for (const auto& p : impl_->shared_params()) n += p.numel();
+  return n;
+}
+
+}  // namespace marlsched
