@@ -1,11 +1,23 @@
 #include "agents/nn.hpp"
+#include "agents/torch_threads.hpp"
 
 #include <cmath>
 #include <sstream>
 
+#include "core/blas.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
+
+namespace marlsched {
+
+void set_torch_threads(int n) {
+  set_blas_threads(n);  // libtorch's matrix products run on the BLAS's own threads
+  torch::set_num_threads(n);
+  torch::set_num_interop_threads(1);
+}
+
+}  // namespace marlsched
 
 namespace marlsched::nn {
 

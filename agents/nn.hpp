@@ -112,6 +112,24 @@ std::string tensor_string(const torch::Tensor& t);
 void check_device(const std::string& name);
 /// The device a learner of this rank puts its networks and batches on (after check_device).
 torch::Device device_for(const std::string& name, const dist::Comm& comm);
+
+/// Where a learner sits, as every learner's state keeps it: the device of its networks, the
+/// agents (n over all ranks, this rank's first and its k), the env copies per rank (e), the
+/// observation width (d), its public fields (pub) and the actions (na).
+struct LearnerDims {
+  LearnerDims(const EnvSpec& spec, const dist::Comm& comm, const std::string& device,
+              int num_agents, int first_agent, int local_agents, int copies)
+      : dev(device_for(device, comm)),
+        n(num_agents),
+        first(first_agent),
+        k(local_agents),
+        e(copies),
+        d(spec.obs_dim()),
+        pub(spec.num_public),
+        na(spec.num_actions()) {}
+  torch::Device dev;
+  int n, first, k, e, d, pub, na;
+};
 /// `t` on the host and contiguous, for reading through data_ptr (no copy on the CPU).
 inline torch::Tensor host(const torch::Tensor& t) {
   return t.to(torch::kCPU).contiguous();

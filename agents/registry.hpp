@@ -1,43 +1,76 @@
 #pragma once
 /// \file registry.hpp
 /// The table of learners (trained by `marlsched train`); the heuristic baselines are the envs'
-/// (envs/baselines.hpp). Adding a learner takes today: a folder under agents/, a
-/// member of LearnerConfigs with its bind line and include below, one row in registry.cpp's
-/// table, and its sources in agents/CMakeLists.txt. Issue 24 brings this down to one folder and
-/// one row.
+/// (envs/baselines.hpp). A learner is a folder under agents/ (its options type, the Learner, and
+/// an entry.cpp that returns its row) plus one row in registry.cpp's table; a program linking
+/// the library adds its row with register_learner before binding options. The README's "Add a
+/// learner" walks through it, and tests/train/test_walkthrough.cpp keeps the walk-through true.
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
-#include "agents/dqn/dqn.hpp"
-#include "agents/es/es.hpp"
-#include "agents/mappo/mappo.hpp"
-#include "agents/masac/masac.hpp"
-#include "agents/tsdqn/tsdqn.hpp"
+#include "core/error.hpp"
 #include "core/learner.hpp"
+#include "core/options.hpp"
 
 namespace marlsched {
 
-/// Options of every learner (each binds its own group of flags).
-struct LearnerConfigs {
-  MappoConfig mappo;
-  DqnConfig dqn;
-  TsdqnConfig tsdqn;  ///< with `dqn` for its short head
-  MasacConfig masac;
-  EsConfig es;
-  std::string device = "cpu";  ///< --device, for every learner (nn::check_device)
-  void bind(OptionBinder& b) {
-    b.group("Agent: every learner");
-    b.add("device", device,
-          "where the learner's networks run: cpu, cuda (each rank takes its node-local rank's "
-          "GPU) or cuda:N; CUDA needs marlsched built against a CUDA libtorch");
-    mappo.bind(b);
-    dqn.bind(b);
-    tsdqn.bind(b);
-    masac.bind(b);
-    es.bind(b);
+/// One group of learner options (a type with `bind(OptionBinder&)`), type-erased so that the
+/// table, not this header, says which groups exist. Learners of one family share a group
+/// (mappo and ippo read MappoConfig; tsdqn reads DqnConfig for its short head and TsdqnConfig).
+class LearnerOptions {
+ public:
+  virtual ~LearnerOptions() = default;
+  virtual void bind(OptionBinder& b) = 0;
+  virtual std::unique_ptr<LearnerOptions> clone() const = 0;
+};
+
+template <class C>
+class OptionsOf final : public LearnerOptions {
+ public:
+  C value;
+  void bind(OptionBinder& b) override { value.bind(b); }
+  std::unique_ptr<LearnerOptions> clone() const override {
+    return std::make_unique<OptionsOf>(*this);
   }
+};
+
+/// Options of every registered learner: one object per options group of the table (in the
+/// order the rows first name them, which is the order of --help and config keys), and --device.
+class LearnerConfigs {
+ public:
+  LearnerConfigs();
+  LearnerConfigs(const LearnerConfigs& other);
+  LearnerConfigs& operator=(const LearnerConfigs& other);
+  LearnerConfigs(LearnerConfigs&&) noexcept = default;
+  LearnerConfigs& operator=(LearnerConfigs&&) noexcept = default;
+  ~LearnerConfigs() = default;
+
+  /// The options group of type C (MappoConfig, DqnConfig, ...); ConfigError if no registered
+  /// row names it.
+  template <class C>
+  C& get() {
+    return const_cast<C&>(static_cast<const LearnerConfigs&>(*this).get<C>());
+  }
+  template <class C>
+  const C& get() const {
+    for (const auto& g : groups_)
+      if (const auto* o = dynamic_cast<const OptionsOf<C>*>(g.get())) return o->value;
+    MARLSCHED_THROW(ConfigError, "no registered learner has the options " << typeid(C).name());
+  }
+  /// The group C with --device applied (every learner with networks reads it from there).
+  template <class C>
+  C with_device() const {
+    C c = get<C>();
+    c.device = device;
+    return c;
+  }
+
+  std::string device = "cpu";  ///< --device, for every learner (nn::check_device)
+  void bind(OptionBinder& b);
   /// Validates the named learner's options; throws ConfigError for an unknown name.
   void validate(const std::string& algo) const;
   /// Throws ConfigError when the named learner cannot act in an env of this spec (before any
@@ -52,9 +85,61 @@ struct LearnerConfigs {
   double team_reward(const std::string& algo) const;
   /// Whether the named learner keeps one network for all agents (else one per agent).
   bool shared(const std::string& algo) const;
+
+ private:
+  std::vector<std::unique_ptr<LearnerOptions>> groups_;
 };
 
-const std::vector<std::string>& learner_names();
+/// A maker of the options group C, for a row's `options`.
+template <class C>
+std::function<std::unique_ptr<LearnerOptions>()> options_of() {
+  return [] { return std::make_unique<OptionsOf<C>>(); };
+}
+
+/// One row of the learner table.
+struct LearnerEntry {
+  std::string name;
+  std::string description;  ///< one line for `marlsched list`
+  /// The options groups it reads (each made once per LearnerConfigs, shared with other rows).
+  std::vector<std::function<std::unique_ptr<LearnerOptions>()>> options;
+  std::function<void(const LearnerConfigs&)> validate;
+  std::function<void(const LearnerConfigs&, const EnvSpec&)> check_env;  // after validate
+  std::function<int(const LearnerConfigs&, const EnvSpec&)> rollout_steps;
+  std::function<double(const LearnerConfigs&)> team_reward;
+  std::function<bool(const LearnerConfigs&)> shared;
+  /// Builds it for this rank's layout (spec, comm, agents, first agent, local agents, env
+  /// copies per rank, seed).
+  std::function<std::unique_ptr<Learner>(const LearnerConfigs&, const EnvSpec&, const dist::Comm&,
+                                         int, int, int, int, std::uint64_t)>
+      make;
+  /// Writes the learners of every training rank as one TorchScript policy (path, metadata,
+  /// with_critic).
+  std::function<void(const std::vector<const Learner*>&, const std::string&, const std::string&,
+                     bool)>
+      exporter;
+  /// Copies per group of common episodes that training needs (Learner::common_episodes): the
+  /// env copies per rank must be a multiple of it.
+  int copy_group = 1;
+};
+
+/// Adds a row (before any LearnerConfigs is made or options are bound); ConfigError if the name
+/// is taken or a field is missing.
+void register_learner(LearnerEntry entry);
+
+/// The learners of every rank as type T, for an exporter (an internal error if one is not).
+template <class T>
+std::vector<const T*> learners_as(const std::vector<const Learner*>& ranks) {
+  std::vector<const T*> out;
+  for (const Learner* l : ranks) {
+    const T* t = dynamic_cast<const T*>(l);
+    MARLSCHED_CHECK(t != nullptr, "export: learner is not a " << l->name());
+    out.push_back(t);
+  }
+  return out;
+}
+
+/// Every registered learner's name, in table order (register_learner's rows last).
+std::vector<std::string> learner_names();
 /// The named learner's one-line description (for `marlsched list`).
 std::string learner_description(const std::string& algo);
 

@@ -9,8 +9,10 @@
 
 #include <memory>
 
+#include "agents/dqn/dqn.hpp"
 #include "agents/mappo/mappo.hpp"
 #include "agents/registry.hpp"
+#include "agents/torch_threads.hpp"
 #include "envs/geodc/geodc.hpp"
 #include "envs/registry.hpp"
 #include "mpi_bench.hpp"
@@ -30,7 +32,7 @@ void run_learner(benchmark::State& state, const std::string& algo) {
   auto factory = find_env("geodc").make_factory(env, n);
   World world(*factory, *g_comm, k, copies, 1);
   LearnerConfigs cfg;
-  cfg.dqn.warmup = cfg.dqn.batch;  // learn from the first rollout on
+  cfg.get<DqnConfig>().warmup = cfg.get<DqnConfig>().batch;  // learn from the first rollout on
   auto learner =
       make_learner(algo, cfg, world.spec(), *g_comm, n, world.first_agent(), k, copies, 1);
   const int T = cfg.rollout_steps(algo, world.spec());
@@ -65,7 +67,8 @@ void run_learner(benchmark::State& state, const std::string& algo) {
     const double t = bench::slowest_rank_seconds(update);
     state.SetIterationTime(t);
     seconds += t;
-    samples += algo == "dqn" ? static_cast<std::int64_t>(cfg.dqn.updates) * cfg.dqn.batch
+    samples += algo == "dqn" ? static_cast<std::int64_t>(cfg.get<DqnConfig>().updates) *
+                                   cfg.get<DqnConfig>().batch
                              : static_cast<std::int64_t>(T) * copies * k;
   }
   state.counters["ns_per_sample"] = 1e9 * seconds / static_cast<double>(samples);

@@ -13,6 +13,7 @@
 
 #include "agents/archive_check.hpp"
 #include "agents/exported/torchscript_policy.hpp"
+#include "agents/torch_threads.hpp"
 #include "commands.hpp"
 #include "core/blas.hpp"
 #include "core/error.hpp"

@@ -65,12 +65,11 @@ void DqnConfig::validate() const {
 
 namespace {}  // namespace
 
-struct Dqn::Impl {
+struct Dqn::Impl : nn::LearnerDims {
   DqnConfig cfg;
   EnvSpec spec;
   const dist::Comm& comm;
-  torch::Device dev;
-  int n, first, k, e, d, pub, na, in;
+  int in;
   std::vector<nn::Mlp> online, target;
   std::vector<std::unique_ptr<torch::optim::Adam>> opt;
   std::vector<dist::GradBucket> grads;  // per network; averaged over ranks when shared
@@ -87,17 +86,10 @@ struct Dqn::Impl {
 
   Impl(const DqnConfig& c, const EnvSpec& sp, const dist::Comm& cm, int num_agents, int first_agent,
        int local_agents, int copies, std::uint64_t seed)
-      : cfg(c),
+      : nn::LearnerDims(sp, cm, c.device, num_agents, first_agent, local_agents, copies),
+        cfg(c),
         spec(sp),
         comm(cm),
-        dev(nn::device_for(c.device, cm)),
-        n(num_agents),
-        first(first_agent),
-        k(local_agents),
-        e(copies),
-        d(sp.obs_dim()),
-        pub(sp.num_public),
-        na(sp.num_actions()),
         in(nn::agent_input_dim(sp, num_agents)),
         explore_rng(derive_seed(seed, {0xE95, static_cast<std::uint64_t>(cm.rank())})),
         sample_rng(derive_seed(seed, {0x5A3, static_cast<std::uint64_t>(cm.rank())})) {

@@ -4,12 +4,6 @@
 
 namespace marlsched {
 
-void set_torch_threads(int n) {
-  set_blas_threads(n);  // libtorch's matrix products run on the BLAS's own threads
-  torch::set_num_threads(n);
-  torch::set_num_interop_threads(1);
-}
-
 Mappo::Mappo(const MappoConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
              int first_agent, int local_agents, int copies, std::uint64_t seed)
     : impl_(std::make_unique<Impl>(cfg, spec, comm, num_agents, first_agent, local_agents, copies,

@@ -96,9 +96,6 @@ struct MappoConfig {
   void check_env(const EnvSpec& spec) const;
 };
 
-/// Sets libtorch's intra-op thread count for this process (one per rank unless told otherwise).
-void set_torch_threads(int n);
-
 class Mappo final : public Learner {
  public:
   Mappo(const MappoConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,

@@ -31,12 +31,10 @@ using nn::Mlp;
 using nn::params_of;
 using nn::script_mlp;
 
-struct Mappo::Impl {
+struct Mappo::Impl : nn::LearnerDims {
   MappoConfig cfg;
   EnvSpec spec;
   const dist::Comm& comm;
-  torch::Device dev;
-  int n, first, k, e, d, pub, na;
   bool pooled;  // --critic pooled: critic_enc embeds each agent's observation, critic is the head
   bool local;   // IPPO (--critic local): the critic reads the actor's input
   bool per_target;       // --actor targets: each actor scores (own observation, target row) pairs
@@ -85,17 +83,10 @@ struct Mappo::Impl {
 
   Impl(const MappoConfig& cf, const EnvSpec& sp, const dist::Comm& cm, int num_agents,
        int first_agent, int local_agents, int copies, std::uint64_t seed)
-      : cfg(cf),
+      : nn::LearnerDims(sp, cm, cf.device, num_agents, first_agent, local_agents, copies),
+        cfg(cf),
         spec(sp),
         comm(cm),
-        dev(nn::device_for(cf.device, cm)),
-        n(num_agents),
-        first(first_agent),
-        k(local_agents),
-        e(copies),
-        d(sp.obs_dim()),
-        pub(sp.num_public),
-        na(sp.num_actions()),
         pooled(cf.critic_kind() == CriticKind::kPooled),
         local(cf.critic_kind() == CriticKind::kLocal),
         per_target(cf.actor_kind() == ActorKind::kTargets),

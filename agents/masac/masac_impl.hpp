@@ -22,12 +22,11 @@
 
 namespace marlsched {
 
-struct Masac::Impl {
+struct Masac::Impl : nn::LearnerDims {
   MasacConfig cfg;
   const dist::Comm& comm;
-  torch::Device dev;
-  int n, first, k, e, d, pub, na, in, gw, cin;  // gw: global obs width n·d; cin: critic input
-  bool ddpg;  // the MADDPG variant: target actor, Gumbel-softmax actor gradient, no entropy
+  int in, gw, cin;  // gw: global obs width n·d; cin: critic input
+  bool ddpg;        // the MADDPG variant: target actor, Gumbel-softmax actor gradient, no entropy
   nn::Mlp actor{nullptr}, q1{nullptr}, q2{nullptr}, t1{nullptr}, t2{nullptr}, ta{nullptr};
   torch::Tensor log_alpha;
   std::unique_ptr<torch::optim::Adam> opt_actor, opt_critic, opt_alpha;
@@ -47,16 +46,9 @@ struct Masac::Impl {
 
   Impl(const MasacConfig& c, bool maddpg, const EnvSpec& sp, const dist::Comm& cm, int num_agents,
        int first_agent, int local_agents, int copies, std::uint64_t seed)
-      : cfg(c),
+      : nn::LearnerDims(sp, cm, c.device, num_agents, first_agent, local_agents, copies),
+        cfg(c),
         comm(cm),
-        dev(nn::device_for(c.device, cm)),
-        n(num_agents),
-        first(first_agent),
-        k(local_agents),
-        e(copies),
-        d(sp.obs_dim()),
-        pub(sp.num_public),
-        na(sp.num_actions()),
         in(nn::agent_input_dim(sp, num_agents)),
         gw(num_agents * sp.obs_dim()),
         cin(num_agents * sp.obs_dim() + num_agents * sp.num_actions() + num_agents),

@@ -89,8 +89,8 @@ TEST(Dqn, SaveLoadContinuesExactlyAndChecksTheLayout) {
 TEST(Dqn, ExportedGreedyPolicyMatchesTheQNetwork) {
   dist::Comm self(MPI_COMM_SELF, false);
   LearnerConfigs cfgs;
-  cfgs.dqn = small();
-  cfgs.dqn.share = false;
+  cfgs.get<DqnConfig>() = small();
+  cfgs.get<DqnConfig>().share = false;
   Bandit b;
   const int n = 2;
   EnvSpec spec = b.spec;

@@ -150,8 +150,8 @@ TEST(Es, SaveLoadContinuesExactlyAndChecksTheLayout) {
 TEST(Es, ExportedPolicyMatchesTheLearner) {
   dist::Comm self(MPI_COMM_SELF, false);
   LearnerConfigs cfgs;
-  cfgs.es = small();
-  cfgs.es.hidden = {6};
+  cfgs.get<EsConfig>() = small();
+  cfgs.get<EsConfig>().hidden = {6};
   Bandit b;
   const int n = 2;
   auto l = make_learner("es", cfgs, b.spec, self, n, 0, n, 2, 5);

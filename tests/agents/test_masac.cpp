@@ -87,7 +87,7 @@ TEST(Masac, SaveLoadContinuesExactlyAndChecksTheLayout) {
 TEST(Masac, ExportedPolicyMatchesTheActor) {
   dist::Comm self(MPI_COMM_SELF, false);
   LearnerConfigs cfgs;
-  cfgs.masac = small();
+  cfgs.get<MasacConfig>() = small();
   Bandit b;
   const int n = 2;
   auto l = make_learner("masac", cfgs, b.spec, self, n, 0, n, 1, 5);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "agents/dqn/dqn.hpp"
+#include "agents/mappo/mappo.hpp"
 #include "agents/registry.hpp"
 #include "core/error.hpp"
 
@@ -15,8 +17,8 @@ TEST(Registry, EveryLearnerIsOneRowOfTheTable) {
   EXPECT_THROW(cfg.validate("nope"), ConfigError);
   EnvSpec spec;
   spec.episode_length = 96;
-  EXPECT_EQ(cfg.rollout_steps("ippo", spec), cfg.mappo.rollout_steps);
-  EXPECT_EQ(cfg.rollout_steps("tsdqn", spec), cfg.dqn.rollout_steps);
+  EXPECT_EQ(cfg.rollout_steps("ippo", spec), cfg.get<MappoConfig>().rollout_steps);
+  EXPECT_EQ(cfg.rollout_steps("tsdqn", spec), cfg.get<DqnConfig>().rollout_steps);
   EXPECT_EQ(cfg.rollout_steps("es", spec), 96);  // one whole episode per iteration
   cfg.check_copies("mappo", 3);
   cfg.check_copies("es", 4);

@@ -32,21 +32,21 @@ struct Factored {
 
 LearnerConfigs small() {
   LearnerConfigs c;
-  c.dqn.hidden = {16};
-  c.dqn.batch = 16;
-  c.dqn.warmup = 32;
-  c.dqn.buffer = 4000;
-  c.dqn.updates = 8;
-  c.dqn.target_every = 20;
-  c.dqn.eps_decay = 300;
-  c.dqn.lr = 3e-3;
-  c.dqn.gamma = 0.5;
-  c.tsdqn.long_batch = 8;
-  c.tsdqn.long_warmup = 16;
-  c.tsdqn.long_updates = 8;
-  c.tsdqn.long_target_every = 10;
-  c.tsdqn.long_eps_decay = 60;
-  c.tsdqn.long_lr = 3e-3;
+  c.get<DqnConfig>().hidden = {16};
+  c.get<DqnConfig>().batch = 16;
+  c.get<DqnConfig>().warmup = 32;
+  c.get<DqnConfig>().buffer = 4000;
+  c.get<DqnConfig>().updates = 8;
+  c.get<DqnConfig>().target_every = 20;
+  c.get<DqnConfig>().eps_decay = 300;
+  c.get<DqnConfig>().lr = 3e-3;
+  c.get<DqnConfig>().gamma = 0.5;
+  c.get<TsdqnConfig>().long_batch = 8;
+  c.get<TsdqnConfig>().long_warmup = 16;
+  c.get<TsdqnConfig>().long_updates = 8;
+  c.get<TsdqnConfig>().long_target_every = 10;
+  c.get<TsdqnConfig>().long_eps_decay = 60;
+  c.get<TsdqnConfig>().long_lr = 3e-3;
   return c;
 }
 
@@ -145,13 +145,13 @@ TEST(Tsdqn, ShortHeadChoosesOnlyTheNamedShortActions) {
   dist::Comm self(MPI_COMM_SELF, false);
   Factored f;
   auto cfg = small();
-  cfg.tsdqn.short_actions = {"S0", "S1"};  // the paying S2 is masked out
+  cfg.get<TsdqnConfig>().short_actions = {"S0", "S1"};  // the paying S2 is masked out
   auto l = make_learner("tsdqn", cfg, f.spec, self, 1, 0, 1, 1, 3);
   int step = 0;
   const auto taken = train(*l, f, 40, step);
   for (int a : taken) ASSERT_NE(a % 3, 2) << "the short head chose a masked action";
   EXPECT_TRUE(std::any_of(taken.begin(), taken.end(), [](int a) { return a % 3 == 1; }));
-  cfg.tsdqn.short_actions = {"S0", "S9"};
+  cfg.get<TsdqnConfig>().short_actions = {"S0", "S9"};
   try {
     cfg.check_env("tsdqn", f.spec);
     ADD_FAILURE() << "an unknown short action was accepted";
@@ -171,7 +171,7 @@ TEST(Tsdqn, LongGammaDiscountsPlainWindowSums) {
   for (const double g : {0.0, 0.5}) {
     Factored f;
     auto cfg = small();
-    cfg.tsdqn.long_gamma = g;
+    cfg.get<TsdqnConfig>().long_gamma = g;
     auto l = make_learner("tsdqn", cfg, f.spec, self, 1, 0, 1, 1, 3);
     int step = 0;
     train(*l, f, 120, step);
@@ -185,6 +185,6 @@ TEST(Tsdqn, LongGammaDiscountsPlainWindowSums) {
     }
   }
   auto bad = small();
-  bad.tsdqn.long_gamma = 1.5;
-  EXPECT_THROW(bad.tsdqn.validate(), ConfigError);
+  bad.get<TsdqnConfig>().long_gamma = 1.5;
+  EXPECT_THROW(bad.get<TsdqnConfig>().validate(), ConfigError);
 }

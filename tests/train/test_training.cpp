@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agents/mappo/mappo.hpp"
 #include "agents/registry.hpp"
 #include "envs/geodc/geodc.hpp"
 #include "envs/registry.hpp"
@@ -36,9 +37,9 @@ TrainSummary small_run(const dist::Comm& comm, int agents_per_rank, bool share,
   run.quiet = true;
   run.check_every = 1;
   LearnerConfigs l;
-  l.mappo.rollout_steps = 24;
-  l.mappo.share_actor = share;
-  l.mappo.overlap_grads = overlap;
+  l.get<MappoConfig>().rollout_steps = 24;
+  l.get<MappoConfig>().share_actor = share;
+  l.get<MappoConfig>().overlap_grads = overlap;
   return train(run, learner_recipe(run.algo, l, factory->spec()), *factory, comm, "# test\n");
 }
 }  // namespace

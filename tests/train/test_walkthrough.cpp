@@ -1,16 +1,23 @@
-// The README's "Add an env" walk-through, kept true: a whole env defined in this file (its
-// config, spec, shard, factory and one baseline) joins by one row, register_env, and then the
-// framework trains MAPPO on it, checkpoints it and evaluates it against its baseline, knowing
-// nothing else of it. Runs at 1, 2 and 4 ranks.
+// The README's "Add an env" and "Add a learner" walk-throughs, kept true. A whole env defined
+// in this file (its config, spec, shard, factory and one baseline) joins by one row,
+// register_env, and then the framework trains MAPPO on it, checkpoints it and evaluates it
+// against its baseline, knowing nothing else of it. A whole learner defined here (its options
+// and the Learner) joins by one row, register_learner, and then trains on that env, binds its
+// flags, saves and loads itself. Runs at 1, 2 and 4 ranks.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
+#include "agents/mappo/mappo.hpp"
 #include "agents/registry.hpp"
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/rng.hpp"
 #include "core/serialize.hpp"
 #include "envs/baselines.hpp"
@@ -144,6 +151,175 @@ void register_echo() {
        }});
 }
 
+// ---- The learner walk-through ----
+
+// 1. Its options group: binds its own flags (--tally-*) and validates them.
+struct TallyConfig {
+  double epsilon = 0.2;
+  int rollout_steps = 12;
+  void bind(OptionBinder& b) {
+    b.group("Agent: tally (the walk-through's learner)");
+    b.add("tally-epsilon", epsilon, "tally: probability of a random action while training");
+    b.add("tally-rollout-steps", rollout_steps, "tally: environment steps per update");
+  }
+  void validate() const {
+    MARLSCHED_REQUIRE(epsilon >= 0 && epsilon <= 1, "--tally-epsilon must be in [0, 1]");
+    MARLSCHED_REQUIRE(rollout_steps >= 1, "--tally-rollout-steps must be >= 1");
+  }
+};
+
+// 2. The learner: the mean reward of each (first observation field, action) pair, shared by
+// every agent and summed over the ranks at each update; it acts greedily on it, exploring
+// with probability epsilon while training.
+class Tally final : public Learner {
+ public:
+  Tally(const TallyConfig& cfg, const dist::Comm& comm) : cfg_(cfg), comm_(comm) {}
+  std::string name() const override { return "tally"; }
+  void act(const PolicyInput& in, std::vector<int>& actions) override {
+    const auto rows = static_cast<std::size_t>(in.copies * in.local_agents);
+    actions.assign(rows, 0);
+    seen_.assign(rows, 0);
+    zeros_.assign(rows, 0.f);
+    for (int c = 0; c < in.copies; ++c)
+      for (int k = 0; k < in.local_agents; ++k) {
+        const int agent = in.first_agent + k;
+        const auto r = static_cast<std::size_t>(c * in.local_agents + k);
+        const int seen = in.global[static_cast<std::size_t>(c)].row(agent)[0] > 0.5f ? 1 : 0;
+        const bool explore = training_ && in.draw(c, agent, kExploreStream) < cfg_.epsilon;
+        seen_[r] = seen;
+        actions[r] = explore ? in.draw_below(c, agent, kActionStream, 2)
+                             : (mean(seen, 1) > mean(seen, 0) ? 1 : 0);
+      }
+    acted_ = actions;
+  }
+  void set_training(bool t) override { training_ = t; }
+  void set_deterministic(bool) override {}
+  const std::vector<float>& last_log_probs() const override { return zeros_; }
+  const std::vector<float>& last_values() const override { return zeros_; }
+  void record(const StepFeedback& fb) override {
+    for (std::size_t r = 0; r < acted_.size(); ++r) {
+      const auto cell = static_cast<std::size_t>(2 * seen_[r] + acted_[r]);
+      pending_[cell] += fb.reward[r];
+      pending_[4 + cell] += 1;
+    }
+  }
+  UpdateStats update(const PolicyInput&) override {
+    comm_.allreduce_sum(pending_.data(), 8);  // the same table on every rank
+    double reward = 0, n = 0;
+    for (std::size_t i = 0; i < 4; ++i) {
+      table_[i] += pending_[i];
+      table_[4 + i] += pending_[4 + i];
+      reward += pending_[i];
+      n += pending_[4 + i];
+    }
+    pending_.fill(0);
+    UpdateStats st;
+    st.values = {n > 0 ? reward / n : 0.0};
+    return st;
+  }
+  const std::vector<StatName>& stat_names() const override {
+    static const std::vector<StatName> names = {{"tally_reward", "tally/reward"}};
+    return names;
+  }
+  void save(const std::string& path) const override {
+    std::ostringstream o;
+    o.precision(17);
+    for (double v : table_) o << v << ' ';
+    write_file_atomic(path, o.str());
+  }
+  void load(const std::string& path) override {
+    std::ifstream in(path);
+    for (double& v : table_) in >> v;
+    MARLSCHED_REQUIRE_INPUT(static_cast<bool>(in), "tally model '" << path << "' is damaged");
+  }
+  bool shared_parameters_identical() const override {
+    std::uint64_t mine = shared_parameter_digest(), lo = mine, hi = mine;
+    comm_.allreduce_max(&hi, 1);
+    lo = ~lo;
+    comm_.allreduce_max(&lo, 1);  // max of ~x is ~min of x
+    return hi == mine && ~lo == mine;
+  }
+  std::uint64_t shared_parameter_digest() const override {
+    return fnv1a64(table_.data(), sizeof table_);
+  }
+  double mean(int seen, int action) const {
+    const auto cell = static_cast<std::size_t>(2 * seen + action);
+    return table_[4 + cell] > 0 ? table_[cell] / table_[4 + cell] : 0.0;
+  }
+
+ private:
+  TallyConfig cfg_;
+  const dist::Comm& comm_;
+  bool training_ = true;
+  std::array<double, 8> table_{}, pending_{};  // reward sums, then counts, of (seen, action)
+  std::vector<int> seen_, acted_;
+  std::vector<float> zeros_;
+};
+
+// 3. The row.
+LearnerEntry tally_entry() {
+  return {
+      "tally",
+      "the README's walk-through learner: a shared table of mean rewards",
+      {options_of<TallyConfig>()},
+      [](const LearnerConfigs& c) { c.get<TallyConfig>().validate(); },
+      [](const LearnerConfigs&, const EnvSpec& spec) {
+        MARLSCHED_REQUIRE(spec.num_actions() == 2, "tally needs two actions");
+      },
+      [](const LearnerConfigs& c, const EnvSpec&) { return c.get<TallyConfig>().rollout_steps; },
+      [](const LearnerConfigs&) { return 0.0; },
+      [](const LearnerConfigs&) { return true; },
+      [](const LearnerConfigs& c, const EnvSpec&, const dist::Comm& comm, int, int, int, int,
+         std::uint64_t) { return std::make_unique<Tally>(c.get<TallyConfig>(), comm); },
+      [](const std::vector<const Learner*>&, const std::string&, const std::string&, bool) {
+        MARLSCHED_THROW(ConfigError, "tally has no TorchScript export");
+      }};
+}
+
+void register_tally() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  register_learner(tally_entry());
+}
+
+// The flags a learner binds (a binder that only records their names).
+struct FlagNames final : OptionBinder {
+  std::vector<std::string> flags;
+  void group(const std::string&) override {}
+  void add(const std::string& f, int&, const std::string&) override { flags.push_back(f); }
+  void add(const std::string& f, std::int64_t&, const std::string&) override { flags.push_back(f); }
+  void add(const std::string& f, std::uint64_t&, const std::string&) override {
+    flags.push_back(f);
+  }
+  void add(const std::string& f, double&, const std::string&) override { flags.push_back(f); }
+  void add(const std::string& f, bool&, const std::string&) override { flags.push_back(f); }
+  void add(const std::string& f, std::string&, const std::string&) override { flags.push_back(f); }
+  void add(const std::string& f, std::vector<int>&, const std::string&) override {
+    flags.push_back(f);
+  }
+  void add(const std::string& f, std::vector<double>&, const std::string&) override {
+    flags.push_back(f);
+  }
+  void add(const std::string& f, std::vector<std::string>&, const std::string&) override {
+    flags.push_back(f);
+  }
+};
+
+// A run directory for a test's training, named by rank 0 and shared with every rank.
+std::string run_dir(const dist::Comm& comm, const std::string& what) {
+  std::string dir;
+  if (comm.is_root())
+    dir = (std::filesystem::temp_directory_path() /
+           ("marlsched-walkthrough-" + what + "-" + std::to_string(::getpid())))
+              .string();
+  int len = static_cast<int>(dir.size());
+  comm.bcast(&len, 1);
+  dir.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(dir.data(), len, MPI_CHAR, 0, comm.raw());
+  return dir;
+}
+
 }  // namespace
 
 TEST(WalkThrough, AnEnvDefinedOutsideEnvsJoinsByOneRowAndTrainsAndEvaluates) {
@@ -156,15 +332,7 @@ TEST(WalkThrough, AnEnvDefinedOutsideEnvsJoinsByOneRowAndTrainsAndEvaluates) {
   cfg->validate(n);
   const auto factory = entry.make_factory(*cfg, n);
 
-  std::string dir;
-  if (comm.is_root())
-    dir = (std::filesystem::temp_directory_path() /
-           ("marlsched-walkthrough-" + std::to_string(::getpid())))
-              .string();
-  int len = static_cast<int>(dir.size());
-  comm.bcast(&len, 1);
-  dir.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(dir.data(), len, MPI_CHAR, 0, comm.raw());
+  const std::string dir = run_dir(comm, "env");
   RunConfig run;
   run.env = "echo";
   run.iterations = 4;
@@ -175,7 +343,7 @@ TEST(WalkThrough, AnEnvDefinedOutsideEnvsJoinsByOneRowAndTrainsAndEvaluates) {
   run.checkpoint_every = 2;
   run.traj.every = 2;
   LearnerConfigs learners;
-  learners.mappo.rollout_steps = 12;
+  learners.get<MappoConfig>().rollout_steps = 12;
   const auto sum =
       train(run, learner_recipe("mappo", learners, factory->spec()), *factory, comm, "# echo\n");
   EXPECT_EQ(sum.iterations, 4);
@@ -203,4 +371,57 @@ TEST(WalkThrough, AnEnvDefinedOutsideEnvsJoinsByOneRowAndTrainsAndEvaluates) {
   }
   comm.barrier();
   EXPECT_THROW(register_env(entry), ConfigError);  // a name is registered once
+}
+
+TEST(WalkThrough, ALearnerDefinedOutsideAgentsJoinsByOneRowAndTrainsAndEvaluates) {
+  register_echo();
+  register_tally();
+  const auto names = learner_names();
+  EXPECT_EQ(names.back(), "tally");
+  EXPECT_THROW(register_learner(tally_entry()), ConfigError);  // a name is registered once
+
+  // Its options group is bound with every learner's, and its validation runs.
+  LearnerConfigs learners;
+  FlagNames flags;
+  learners.bind(flags);
+  EXPECT_NE(std::find(flags.flags.begin(), flags.flags.end(), "tally-epsilon"), flags.flags.end());
+  EXPECT_NE(std::find(flags.flags.begin(), flags.flags.end(), "lr-actor"), flags.flags.end());
+  learners.get<TallyConfig>().epsilon = 2;
+  EXPECT_THROW(learners.validate("tally"), ConfigError);
+  learners.get<TallyConfig>().epsilon = 0.2;
+
+  // The framework trains it on the walk-through's env, checkpoints it and saves its model.
+  auto comm = dist::Comm::world();
+  auto cfg = find_env("echo").make_config();
+  const int k = 2, n = k * comm.size();
+  const auto factory = find_env("echo").make_factory(*cfg, n);
+  const std::string dir = run_dir(comm, "learner");
+  RunConfig run;
+  run.env = "echo";
+  run.algo = "tally";
+  run.iterations = 6;
+  run.agents_per_rank = k;
+  run.envs_per_rank = 2;
+  run.run_dir = dir;
+  run.quiet = true;
+  run.checkpoint_every = 3;
+  run.traj.every = 0;
+  const auto sum =
+      train(run, learner_recipe("tally", learners, factory->spec()), *factory, comm, "# tally\n");
+  EXPECT_EQ(sum.iterations, 6);
+  EXPECT_TRUE(sum.parameters_identical);
+
+  // Loaded from its model file and evaluated greedily, it echoes every bit: 1 per agent-step.
+  auto learned =
+      make_learner("tally", learners, factory->spec(), comm, n, k * comm.rank(), k, 2, 1);
+  learned->load(model_path(dir, comm.rank()));
+  learned->set_training(false);
+  EvalSettings es;
+  es.agents_per_rank = k;
+  es.copies = 2;
+  es.episodes = 2;
+  EXPECT_DOUBLE_EQ(evaluate(*learned, *factory, comm, es).utility, 6.0 * n);
+  comm.barrier();
+  if (comm.is_root()) std::filesystem::remove_all(dir);
+  comm.barrier();
 }

@@ -1,0 +1,32 @@
+/// \file entry.cpp
+/// DQN's row of the learner table (agents/dqn, the --dqn options group).
+
+#include "agents/dqn/dqn.hpp"
+#include "agents/registry.hpp"
+
+namespace marlsched::learners {
+
+LearnerEntry dqn() {
+  return {"dqn",
+          "deep Q-learning: independent learners, replay, target network (ASET's method)",
+          {options_of<DqnConfig>()},
+          [](const LearnerConfigs& c) { c.get<DqnConfig>().validate(); },
+          [](const LearnerConfigs&, const EnvSpec&) {},
+          [](const LearnerConfigs& c, const EnvSpec&) { return c.get<DqnConfig>().rollout_steps; },
+          [](const LearnerConfigs& c) { return c.get<DqnConfig>().team_reward; },
+          [](const LearnerConfigs& c) { return c.get<DqnConfig>().share; },
+          [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
+             int k, int copies, std::uint64_t seed) {
+            return std::make_unique<Dqn>(c.with_device<DqnConfig>(), spec, comm, n, first, k,
+                                         copies, seed);
+          },
+          [](const std::vector<const Learner*>& ranks, const std::string& path,
+             const std::string& metadata, bool with_critic) {
+            MARLSCHED_REQUIRE(!with_critic,
+                              "--critic: DQN has no critic (its Q-values are exported as "
+                              "the method q(obs, agent))");
+            Dqn::export_torchscript(learners_as<Dqn>(ranks), path, metadata);
+          }};
+}
+
+}  // namespace marlsched::learners
