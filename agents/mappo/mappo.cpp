@@ -88,23 +88,16 @@ void Mappo::record(const StepFeedback& fb) {
   MARLSCHED_CHECK(m.training, "record() outside training mode");
   const int rows = m.e * m.k;
   MARLSCHED_CHECK(static_cast<int>(fb.reward.size()) == rows, "feedback has wrong size");
-  m.x.insert(m.x.end(), m.last_x.begin(), m.last_x.end());
-  m.c.insert(m.c.end(), m.last_c.begin(), m.last_c.end());
-  m.act.insert(m.act.end(), m.last_act.begin(), m.last_act.end());
-  m.logp.insert(m.logp.end(), m.last_logp.begin(), m.last_logp.end());
-  m.value.insert(m.value.end(), m.last_value.begin(), m.last_value.end());
-  m.reward.insert(m.reward.end(), fb.reward.begin(), fb.reward.end());
   if (m.imitation_weight() > 0) {
     MARLSCHED_CHECK(static_cast<int>(m.last_teacher.size()) == rows, "no teacher actions");
     m.teacher_act.insert(m.teacher_act.end(), m.last_teacher.begin(), m.last_teacher.end());
   }
+  // V(terminal state) of the copies whose episode was truncated (bootstrapped), else 0.
   std::vector<float> tv(static_cast<std::size_t>(rows), 0.f);
   bool any_trunc = false;
-  for (int c = 0; c < m.e; ++c) {
-    m.done.push_back(fb.done[static_cast<std::size_t>(c)] ? 1 : 0);
+  for (int c = 0; c < m.e; ++c)
     any_trunc = any_trunc ||
                 (fb.done[static_cast<std::size_t>(c)] && fb.truncated[static_cast<std::size_t>(c)]);
-  }
   if (any_trunc) {
     const auto v = m.values_of(fb.terminal);
     for (int c = 0; c < m.e; ++c)
@@ -112,8 +105,7 @@ void Mappo::record(const StepFeedback& fb) {
         for (int kk = 0; kk < m.k; ++kk)
           tv[static_cast<std::size_t>(c * m.k + kk)] = v[static_cast<std::size_t>(c * m.k + kk)];
   }
-  m.trunc_value.insert(m.trunc_value.end(), tv.begin(), tv.end());
-  m.steps += 1;
+  m.buf.append(m.last_x, m.last_c, m.last_act, m.last_logp, m.last_value, fb.reward, fb.done, tv);
 }
 
 UpdateStats Mappo::update(const PolicyInput& last) {
@@ -121,7 +113,7 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   UpdateStats st;
   // policy_loss, value_loss, entropy, approx_kl, clip_frac, grad_norm_actor, grad_norm_critic
   double s[7] = {0, 0, 0, 0, 0, 0, 0};
-  const int rows = m.e * m.k, T = m.steps;
+  const int rows = m.e * m.k, T = m.buf.steps;
   MARLSCHED_CHECK(T > 0, "update() with an empty rollout");
   const int M = rows * T;
   // Bootstrap values of the state after the last step.
@@ -129,9 +121,8 @@ UpdateStats Mappo::update(const PolicyInput& last) {
 
   // GAE per (copy, agent) sequence.
   std::vector<float> adv, ret;
-  compute_rollout_gae({&m.reward, &m.value, &m.trunc_value, &m.done, T, rows, m.k}, boot,
-                      static_cast<float>(m.cfg.gamma), static_cast<float>(m.cfg.gae_lambda), adv,
-                      ret);
+  compute_rollout_gae(m.buf.sequences(rows, m.k), boot, static_cast<float>(m.cfg.gamma),
+                      static_cast<float>(m.cfg.gae_lambda), adv, ret);
   // Global moments of returns and advantages (identical on all ranks).
   double mom[5] = {static_cast<double>(M), 0, 0, 0, 0};
   for (int i = 0; i < M; ++i) {
@@ -157,10 +148,10 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   }
 
   // One copy of the rollout to the device (none on the CPU); minibatches index it there.
-  auto X = torch::from_blob(m.x.data(), {M, m.ain}, torch::kFloat32).to(m.dev);
-  auto C = torch::from_blob(m.c.data(), {M, m.cin}, torch::kFloat32).to(m.dev);
-  auto A = torch::from_blob(m.act.data(), {M}, torch::kInt64).to(m.dev);
-  auto OLD = torch::from_blob(m.logp.data(), {M}, torch::kFloat32).to(m.dev);
+  auto X = torch::from_blob(m.buf.x.data(), {M, m.ain}, torch::kFloat32).to(m.dev);
+  auto C = torch::from_blob(m.buf.c.data(), {M, m.cin}, torch::kFloat32).to(m.dev);
+  auto A = torch::from_blob(m.buf.act.data(), {M}, torch::kInt64).to(m.dev);
+  auto OLD = torch::from_blob(m.buf.logp.data(), {M}, torch::kFloat32).to(m.dev);
   auto ADV = torch::from_blob(adv.data(), {M}, torch::kFloat32).to(m.dev);
   auto TGT = torch::from_blob(tgt.data(), {M}, torch::kFloat32).to(m.dev);
   auto AG = m.local_agent_index(M);  // row index within a step is copy*K + k
@@ -213,16 +204,8 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   m.comm.allreduce_sum(s, 7);
   const double div = static_cast<double>(updates) * m.comm.size();
   for (double v : s) st.values.push_back(v / div);
-  m.x.clear();
-  m.c.clear();
-  m.act.clear();
-  m.logp.clear();
-  m.value.clear();
-  m.reward.clear();
-  m.trunc_value.clear();
-  m.done.clear();
+  m.buf.clear();
   m.teacher_act.clear();
-  m.steps = 0;
   m.updates_done += 1;
   return st;
 }

@@ -24,6 +24,7 @@
 #include "envs/baselines.hpp"
 #include "rollout/gae.hpp"
 #include "rollout/minibatch.hpp"
+#include "rollout/on_policy.hpp"
 
 namespace marlsched {
 
@@ -53,12 +54,7 @@ struct Mappo::Impl : nn::LearnerDims {
   Rng sample_rng, shuffle_rng;
   bool training = true, deterministic = false;
 
-  // Rollout storage, one entry per step (each with E*K rows).
-  std::vector<float> x, c;  // actor / critic inputs
-  std::vector<std::int64_t> act;
-  std::vector<float> logp, value, reward, trunc_value;
-  std::vector<std::uint8_t> done;  // [step][copy]
-  int steps = 0;
+  rollout::OnPolicyBuffer buf;  // the rollout since the last update (E*K rows per step)
   // Imitation warm start (--imitate): the teacher, its actions for the rollout's rows (while
   // imitating), and the updates done so far (saved with the model, so a resume anneals on).
   std::unique_ptr<Policy> teacher;
