@@ -73,7 +73,7 @@ struct MappoConfig {
   /// own agents and the ranks allreduce the embeddings' sum per (step, copy), and in the update
   /// its gradient (the learners of `comm` must then hold every agent once between them, and
   /// minibatches are whole (step, copy) groups, the same on every rank); "local" (IPPO, set by
-  /// the algorithm's name in agents/registry.cpp), V(the agent's own actor input).
+  /// its row in agents/mappo/entry.cpp), V(the agent's own actor input).
   std::string critic = "concat";
   int critic_embed = 64;     ///< embedding width of the pooled critic
   double team_reward = 1.0;  ///< reward = (1-β)·own + β·mean over agents

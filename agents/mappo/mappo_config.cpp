@@ -60,7 +60,7 @@ ActorKind MappoConfig::actor_kind() const {
 CriticKind MappoConfig::critic_kind() const {
   if (critic == "concat") return CriticKind::kConcat;
   if (critic == "pooled") return CriticKind::kPooled;
-  if (critic == "local") return CriticKind::kLocal;  // IPPO's (agents/registry.cpp sets it)
+  if (critic == "local") return CriticKind::kLocal;  // IPPO's (agents/mappo/entry.cpp sets it)
   MARLSCHED_THROW(ConfigError, "--critic must be concat or pooled, got '" << critic << "'");
 }
 

@@ -60,7 +60,7 @@ BlasInfo probe() {
     b.name = "reference";  // Debian's libblas3: the netlib Fortran BLAS
     b.version = "netlib";
   } else if (b.path.empty()) {
-    b.name = "built into libtorch";  // no BLAS library loaded: PyTorch's wheels link MKL in
+    b.name = "built into libtorch";  // no BLAS library in the process: libtorch's own products
   } else {
     b.name = "unknown";
   }

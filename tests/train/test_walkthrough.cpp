@@ -233,11 +233,8 @@ class Tally final : public Learner {
     MARLSCHED_REQUIRE_INPUT(static_cast<bool>(in), "tally model '" << path << "' is damaged");
   }
   bool shared_parameters_identical() const override {
-    std::uint64_t mine = shared_parameter_digest(), lo = mine, hi = mine;
-    comm_.allreduce_max(&hi, 1);
-    lo = ~lo;
-    comm_.allreduce_max(&lo, 1);  // max of ~x is ~min of x
-    return hi == mine && ~lo == mine;
+    const std::uint64_t mine = shared_parameter_digest();  // as dist::parameters_identical
+    return comm_.allreduce_min(mine) == mine && comm_.allreduce_max(mine) == mine;
   }
   std::uint64_t shared_parameter_digest() const override {
     return fnv1a64(table_.data(), sizeof table_);
