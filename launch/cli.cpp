@@ -56,6 +56,7 @@ std::vector<std::unique_ptr<Subcommand>> make_subcommands() {
   v.push_back(make_train_command());
   v.push_back(make_eval_command());
   v.push_back(make_baselines_command());
+  v.push_back(make_collect_command());
   v.push_back(make_gen_data_command());
   v.push_back(make_list_command());
   v.push_back(make_export_command());

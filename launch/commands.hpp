@@ -100,6 +100,7 @@ int model_ranks(const std::string& run_dir, const EnvConfig& ec, int k);
 std::unique_ptr<Subcommand> make_train_command();
 std::unique_ptr<Subcommand> make_eval_command();
 std::unique_ptr<Subcommand> make_baselines_command();
+std::unique_ptr<Subcommand> make_collect_command();
 std::unique_ptr<Subcommand> make_gen_data_command();
 std::unique_ptr<Subcommand> make_list_command();
 std::unique_ptr<Subcommand> make_export_command();

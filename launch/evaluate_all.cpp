@@ -10,6 +10,25 @@
 
 namespace marlsched {
 
+std::unique_ptr<Policy> make_learned_policy(const RunConfig& run, const LearnerConfigs& learners,
+                                            const EnvSpec& spec, const dist::Comm& comm,
+                                            const LearnedPolicy& learned, bool deterministic,
+                                            const Learner** as_learner) {
+  const int n = run.agents_per_rank * comm.size();
+  if (as_learner) *as_learner = nullptr;
+  if (!learned.exported.empty())
+    return load_exported_policy(learned.exported, spec, n, deterministic);
+  MARLSCHED_CHECK(!learned.empty(), "no learned policy named");
+  auto agent = make_learner(run.algo, learners, spec, comm, n, run.agents_per_rank * comm.rank(),
+                            run.agents_per_rank, run.envs_per_rank, run.seed);
+  agent->load(learned.run_dir.empty() ? learned.checkpoint + "/" + ckpt_model_file(comm.rank())
+                                      : model_path(learned.run_dir, comm.rank()));
+  agent->set_training(false);
+  agent->set_deterministic(deterministic);
+  if (as_learner) *as_learner = agent.get();
+  return agent;
+}
+
 void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const EnvFactory& factory,
                   const dist::Comm& comm, const LearnedPolicy& learned,
                   const std::vector<std::string>& baselines, bool deterministic,
@@ -20,21 +39,14 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
   es.copies = run.envs_per_rank;
   es.episodes = run.eval_episodes;
   es.seed = run.eval_seed;
-  const int n = run.agents_per_rank * comm.size();
   std::vector<std::unique_ptr<Policy>> policies;
   std::vector<EvalEntry> entries;
-  if (!learned.exported.empty()) {
-    policies.push_back(load_exported_policy(learned.exported, spec, n, deterministic));
-    entries.push_back({policies.back().get(), ""});
-  } else if (!learned.empty()) {
-    auto agent = make_learner(run.algo, learners, spec, comm, n, run.agents_per_rank * comm.rank(),
-                              run.agents_per_rank, run.envs_per_rank, run.seed);
-    agent->load(learned.run_dir.empty() ? learned.checkpoint + "/" + ckpt_model_file(comm.rank())
-                                        : model_path(learned.run_dir, comm.rank()));
-    agent->set_training(false);
-    agent->set_deterministic(deterministic);
-    entries.push_back({agent.get(), run.algo + (deterministic ? " (greedy)" : "")});
-    policies.push_back(std::move(agent));
+  if (!learned.empty()) {
+    const Learner* agent = nullptr;
+    policies.push_back(
+        make_learned_policy(run, learners, spec, comm, learned, deterministic, &agent));
+    entries.push_back({policies.back().get(),
+                       agent ? run.algo + (deterministic ? " (greedy)" : "") : std::string()});
   }
   for (const auto& b : baselines) {
     policies.push_back(make_heuristic(b, spec, run.eval_seed));

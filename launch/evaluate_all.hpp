@@ -5,6 +5,7 @@
 /// It builds those policies from the tables of agents (agents/), so it lives here, in the layer
 /// that assembles runs; the framework's evaluate_and_report (src/train/evaluate.hpp) runs them.
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,14 @@ struct LearnedPolicy {
   std::string exported;    ///< a policy written by `marlsched export` (any rank layout)
   bool empty() const { return run_dir.empty() && checkpoint.empty() && exported.empty(); }
 };
+
+/// The learned policy `learned` names (not empty), ready to act in evaluation mode: a learner
+/// loaded from a run's or a checkpoint's model (then also returned in `as_learner`) or an
+/// exported policy; `deterministic` takes the most probable action instead of sampling.
+std::unique_ptr<Policy> make_learned_policy(const RunConfig& run, const LearnerConfigs& learners,
+                                            const EnvSpec& spec, const dist::Comm& comm,
+                                            const LearnedPolicy& learned, bool deterministic,
+                                            const Learner** as_learner = nullptr);
 
 /// Compares the learned policy (if any) with every heuristic baseline on held-out seeds; prints
 /// the table on rank 0 and writes eval.csv and eval.md into `out_dir`.

@@ -1,7 +1,7 @@
 /// \file run_commands.cpp
 /// The subcommands that train and evaluate: train, eval, baselines. They share Command (the run,
-/// env and learner options) and the phase-1 preparation: the config file, validation, the env's
-/// data, the torch threads.
+/// env and learner options) and the phase-1 preparation (run_command.hpp): the config file,
+/// validation, the env's data, the torch threads.
 
 #include <climits>
 #include <filesystem>
@@ -14,13 +14,12 @@
 #include "agents/archive_check.hpp"
 #include "agents/exported/torchscript_policy.hpp"
 #include "agents/torch_threads.hpp"
-#include "commands.hpp"
 #include "core/blas.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
 #include "envs/baselines.hpp"
-#include "evaluate_all.hpp"
 #include "io/trajectory.hpp"
+#include "run_command.hpp"
 #include "train/checkpoint.hpp"
 #include "train/manifest.hpp"
 #include "train/run_dir.hpp"
@@ -28,19 +27,6 @@
 namespace marlsched::cli {
 
 namespace {
-
-/// Creates the run directory if needed and proves that this rank can write into it, so that a
-/// read-only or full file system fails before training with one message instead of later.
-void check_run_dir_writable(const std::string& run_dir, int rank) {
-  std::error_code ec;
-  std::filesystem::create_directories(run_dir, ec);
-  if (ec)
-    MARLSCHED_THROW(InputError,
-                    "cannot create run directory '" << run_dir << "': " << ec.message());
-  const std::string probe = run_dir + "/.write-probe-rank-" + std::to_string(rank);
-  write_file(probe, "marlsched\n");
-  std::filesystem::remove(probe, ec);
-}
 
 /// What a resume continues from, and what rank 0 moves to the run's quarantine first.
 struct ResumePlan {
@@ -108,89 +94,6 @@ ResumePlan plan_resume(const RunConfig& run, const dist::Comm& comm, const std::
   }
   return plan;
 }
-
-/// The resolved config as the run records it (config.toml, the trajectory files): the options,
-/// then how the env read its input files, as comments (not options; the fingerprint that a
-/// resume checks skips comments).
-std::string config_record(const Command& cmd, const std::vector<std::string>& notes) {
-  std::string text = cmd.binder->to_toml();
-  if (!notes.empty()) text += "\n# Input files as read (not options):\n";
-  for (const auto& note : notes) text += "# " + note + "\n";
-  return text;
-}
-
-struct Prepared {
-  std::unique_ptr<EnvFactory> factory;
-  std::vector<std::string> input_notes;  ///< factory->input_notes(), printed and recorded
-};
-
-/// Phase 1 (no collectives): config file, validation, env data loading. `before_validate` (if
-/// given) runs between resolving and validating the config, for checks that explain a mismatch
-/// better than the env's agent count would.
-Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner,
-                 const std::function<void()>& before_validate = {}) {
-  cmd.resolve(needs_learner);
-  if (before_validate) before_validate();
-  const int n = cmd.run.agents_per_rank * comm.size();
-  const auto& entry = find_env(cmd.run.env);
-  auto& ec = cmd.env_config();
-  ec.validate(n);
-  Prepared p;
-  p.factory = entry.make_factory(ec, n);
-  p.input_notes = p.factory->input_notes();
-  if (comm.is_root())
-    for (const auto& note : p.input_notes) std::cout << note << "\n";
-  if (needs_learner) {
-    cmd.learners.check_env(cmd.run.algo, p.factory->spec());
-    check_env(cmd.run, p.factory->spec());
-  }
-  return p;
-}
-
-/// What train, eval and baselines have in common: Command's options, and phase 1 as one
-/// sequence with a hook at each place where one of them checks more.
-class RunCommand : public Subcommand {
- public:
-  std::optional<int> validate(const dist::Comm& comm) override {
-    before_prepare(comm);
-    if (cmd_.print_config) {  // resolved values only: validation needs the real rank count
-      if (!cmd_.config_path.empty()) apply_config_file(cmd_.app, *cmd_.binder, cmd_.config_path);
-      if (comm.is_root()) std::cout << cmd_.binder->to_toml();
-      return 0;
-    }
-    prep_ = prepare(cmd_, comm, needs_learner(), [&] { check_models(comm); });
-    after_prepare(comm);
-    set_torch_threads(cmd_.run.threads);
-    if (comm.is_root() && blas_info().reference())
-      std::cerr << "marlsched: warning: libtorch runs on the reference BLAS (" << blas_info().path
-                << "), several times slower than an optimized one; install "
-                   "libopenblas0-pthread (launch/install-deps.sh does)\n";
-    after_threads(comm);
-    return std::nullopt;
-  }
-  double watchdog_s() const override { return cmd_.run.watchdog_s; }
-
- protected:
-  virtual bool needs_learner() const { return true; }
-  /// Before the config is resolved (it may choose the config file).
-  virtual void before_prepare(const dist::Comm&) {}
-  /// Between resolving and validating the config: checks that explain a mismatch better than
-  /// the env's agent count would.
-  virtual void check_models(const dist::Comm&) {}
-  /// After the env is prepared, before the torch threads are set.
-  virtual void after_prepare(const dist::Comm&) {}
-  /// Last in phase 1.
-  virtual void after_threads(const dist::Comm&) {}
-
-  /// --baselines: every baseline of the env when none is named; each name must make one.
-  void check_baselines(std::vector<std::string>& names) const {
-    if (names.empty()) names = heuristic_names(cmd_.run.env);
-    for (const auto& b : names) make_heuristic(b, prep_.factory->spec(), 0);
-  }
-
-  Command cmd_;
-  Prepared prep_;
-};
 
 class TrainCommand : public RunCommand {
  public:
@@ -261,23 +164,7 @@ class TrainCommand : public RunCommand {
           plan_resume(run, comm, config_fingerprint(cmd_.binder->to_toml()), quarantine_damaged_);
     }
     cmd_.learners.check_copies(run.algo, run.envs_per_rank);
-    check_run_dir_writable(run.run_dir, comm.rank());
-    run_lock_.emplace(run.run_dir, comm.rank());  // held until the job ends
-    const auto earlier =
-        resume_dir_.empty() ? run_artifacts(run.run_dir) : std::vector<std::string>{};
-    if (!earlier.empty() && !force_) {
-      std::string names;
-      for (const auto& e : earlier) names += (names.empty() ? "" : ", ") + e;
-      MARLSCHED_THROW(InputError,
-                      "run directory '"
-                          << run.run_dir << "' already holds a run (" << names << "): "
-                          << (latest_checkpoint(run.run_dir)
-                                  ? "continue it with --resume " + run.run_dir + ", "
-                                  : std::string())
-                          << "choose another --run-dir, or give --force to remove it and "
-                             "start afresh");
-    }
-    if (!earlier.empty() && comm.is_root()) clear_run_artifacts(run.run_dir);
+    claim_run_dir(run, comm, force_, !resume_dir_.empty(), run_lock_);  // held until the job ends
   }
 
   std::string resume_dir_;
@@ -294,12 +181,7 @@ class EvalCommand : public RunCommand {
         "evaluate a trained policy (a run, a checkpoint or an exported file) against every "
         "heuristic baseline on held-out seeds; env options choose other traces"));
     auto* a = cmd_.app;
-    a->add_option("--model", run_dir_, "run directory holding the trained model")
-        ->check(CLI::ExistingDirectory);
-    a->add_option("--checkpoint", ckpt_, "a checkpoint directory of a trained run")
-        ->check(CLI::ExistingDirectory);
-    a->add_option("--policy", policy_, "a policy written by `marlsched export` (any rank count)")
-        ->check(CLI::ExistingFile);
+    model_.bind(a);
     a->add_option("--out", out_,
                   "where to write eval.csv, eval.md and eval-episodes.csv (default: a new "
                   "evals/K beside the model: in its run directory, the checkpoint's run "
@@ -313,95 +195,29 @@ class EvalCommand : public RunCommand {
   }
 
   int run(const dist::Comm& comm) override {
-    evaluate_all(cmd_.run, cmd_.learners, *prep_.factory, comm,
-                 LearnedPolicy{run_dir_, ckpt_, policy_}, baselines_,
+    evaluate_all(cmd_.run, cmd_.learners, *prep_.factory, comm, model_.learned(), baselines_,
                  greedy_ || cmd_.run.eval_greedy, out_);
     return 0;
   }
 
  private:
-  /// The run directory of the model evaluated: --model, or the checkpoint's run ("" for
-  /// --policy).
-  std::string model_run_dir() const {
-    return !run_dir_.empty() ? run_dir_
-           : !ckpt_.empty()  ? (std::filesystem::path(ckpt_) / "../..").lexically_normal().string()
-                             : std::string();
-  }
-
   void before_prepare(const dist::Comm& comm) override {
-    MARLSCHED_REQUIRE((!run_dir_.empty()) + (!ckpt_.empty()) + (!policy_.empty()) == 1,
+    MARLSCHED_REQUIRE(model_.count() == 1,
                       "eval needs exactly one of --model RUN_DIR, --checkpoint DIR, --policy FILE");
-    const std::string meta = policy_.empty() ? "" : exported_policy_metadata(policy_);
-    // The training configuration, unless --config gives one: the run's, the checkpoint's run's,
-    // or the one stored in the exported policy.
-    if (cmd_.config_path.empty()) {
-      const std::string run_dir = model_run_dir();
-      if (!run_dir.empty() && std::filesystem::exists(run_dir + "/config.toml")) {
-        cmd_.config_path = run_dir + "/config.toml";
-      } else if (!policy_.empty()) {
-        const auto config = json_string_field(meta, "config");
-        MARLSCHED_REQUIRE(!config.empty(),
-                          "'" << policy_ << "' carries no training config: give --config");
-        config_tmp_ = (std::filesystem::temp_directory_path() /
-                       ("marlsched-eval-" + std::to_string(::getpid()) + ".toml"))
-                          .string();
-        write_file_atomic(config_tmp_, config);
-        cmd_.config_path = config_tmp_;
-      }
-    }
-    // An exported policy holds every agent: spread them over this job's ranks unless told.
-    auto* apr = cmd_.app->get_option("--agents-per-rank");
-    if (!policy_.empty() && apr->count() == 0) {
-      const int n = json_int_field(meta, "num_agents");
-      MARLSCHED_REQUIRE(n > 0 && n % comm.size() == 0, "'" << policy_ << "' holds " << n
-                                                           << " agents, which " << comm.size()
-                                                           << " ranks do not divide");
-      apr->add_result(std::to_string(n / comm.size()));
-      apr->run_callback();
-    }
+    model_.choose_config(cmd_, comm);
   }
-
-  /// A run's models (or a checkpoint's) hold one rank's agents each: say plainly when this
-  /// job's rank count differs or a model is missing, before the env checks its agent count.
-  void check_models(const dist::Comm& comm) override {
-    if (run_dir_.empty() && ckpt_.empty()) return;
-    const std::string what = run_dir_.empty() ? ckpt_ : run_dir_;
-    if (!ckpt_.empty()) {
-      const int trained = read_manifest(ckpt_ + "/MANIFEST").ranks;
-      MARLSCHED_REQUIRE(trained == comm.size(), "checkpoint '"
-                                                    << what << "' was written by " << trained
-                                                    << " ranks (one model per rank); run eval with "
-                                                       "mpirun -n "
-                                                    << trained);
-      const std::string damage = checkpoint_damage(ckpt_, comm.rank());
-      if (!damage.empty()) MARLSCHED_THROW(InputError, damage);
-      return;
-    }
-    const int found = model_ranks(run_dir_, cmd_.env_config(), cmd_.run.agents_per_rank);
-    MARLSCHED_REQUIRE(
-        found == comm.size(),
-        "'" << what << "' holds the models of " << found << " rank" << (found == 1 ? "" : "s")
-            << " (model-rank-0.pt"
-            << (found > 1 ? " to model-rank-" + std::to_string(found - 1) + ".pt" : std::string(""))
-            << ", one per training rank) but this job has " << comm.size()
-            << ": run eval with mpirun -n " << found
-            << ", or export the run and evaluate the policy file (eval "
-               "--policy) at any rank count");
-    verify_archive(model_path(run_dir_, comm.rank()), "model");  // before phase 2 loads it
-  }
-
+  void check_models(const dist::Comm& comm) override { model_.check_models(cmd_, comm); }
   void after_threads(const dist::Comm& comm) override {
-    if (!config_tmp_.empty()) std::filesystem::remove(config_tmp_);
+    model_.check_loaded(cmd_, prep_, comm);
     if (out_.empty())  // every rank alike: nothing creates it before phase 2
-      out_ = next_eval_dir(!policy_.empty() ? std::filesystem::path(policy_).parent_path().string()
-                                            : model_run_dir());
-    if (!policy_.empty())  // loads, and was trained for this many agents
-      load_exported_policy(policy_, prep_.factory->spec(), cmd_.run.agents_per_rank * comm.size(),
-                           true);
+      out_ = next_eval_dir(!model_.policy.empty()
+                               ? std::filesystem::path(model_.policy).parent_path().string()
+                               : model_.model_run_dir());
     check_baselines(baselines_);
   }
 
-  std::string run_dir_, ckpt_, policy_, out_, config_tmp_;
+  ModelSource model_;
+  std::string out_;
   std::vector<std::string> baselines_;  // default: every baseline of the env
   bool greedy_ = false;
 };

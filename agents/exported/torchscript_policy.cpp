@@ -31,6 +31,9 @@ class ExportedPolicy final : public Policy {
   ExportedPolicy(torch::jit::Module m, std::string name, bool deterministic)
       : m_(std::move(m)), name_(std::move(name)), deterministic_(deterministic) {}
   std::string name() const override { return name_; }
+  ActionLaw action_law() const override {
+    return deterministic_ ? ActionLaw::kDeterministic : ActionLaw::kUnknown;
+  }
   void act(const PolicyInput& in, std::vector<int>& actions) override {
     torch::NoGradGuard g;
     actions.resize(static_cast<std::size_t>(in.copies * in.local_agents));

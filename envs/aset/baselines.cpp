@@ -55,6 +55,10 @@ class EdgeHeuristic final : public Policy {
   }
 
   std::string name() const override { return name_; }
+  // random-proportional draws from shares it does not expose as a law.
+  ActionLaw action_law() const override {
+    return kind_ == EdgeKind::kRandomProportional ? ActionLaw::kUnknown : ActionLaw::kDeterministic;
+  }
 
   void act(const PolicyInput& in, std::vector<int>& actions) override {
     actions.resize(static_cast<std::size_t>(in.copies * in.local_agents));

@@ -14,6 +14,9 @@ class CoopHeuristic final : public Policy {
   CoopHeuristic(std::string name, bool follow, std::uint64_t seed)
       : name_(std::move(name)), follow_(follow), stream_(seed) {}
   std::string name() const override { return name_; }
+  ActionLaw action_law() const override {
+    return follow_ ? ActionLaw::kDeterministic : ActionLaw::kUniform;
+  }
   void act(const PolicyInput& in, std::vector<int>& actions) override {
     const int A = in.spec->num_actions();
     actions.resize(static_cast<std::size_t>(in.copies * in.local_agents));

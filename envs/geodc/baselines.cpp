@@ -58,6 +58,9 @@ class Heuristic final : public Policy {
         price_trend_(kind == Kind::kWaitAwhile ? spec.obs_index("price_trend") : -1) {}
 
   std::string name() const override { return name_; }
+  ActionLaw action_law() const override {
+    return kind_ == Kind::kRandom ? ActionLaw::kUniform : ActionLaw::kDeterministic;
+  }
 
   // Every rule picks a (mode, target) of the agent's targets (EnvSpec::targets): mode 0 runs
   // what fits here and overflows the rest to the target, mode 1 defers and sends to it.

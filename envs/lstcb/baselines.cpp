@@ -65,6 +65,7 @@ class BatchHeuristic final : public Policy {
   }
 
   std::string name() const override { return name_; }
+  ActionLaw action_law() const override { return ActionLaw::kDeterministic; }
 
   void act(const PolicyInput& in, std::vector<int>& actions) override {
     const auto rows = static_cast<std::size_t>(in.copies * in.local_agents);

@@ -98,6 +98,11 @@ struct LearnerRecipe {
   std::function<std::unique_ptr<Learner>(const LearnerLayout&)> make;
   int rollout_steps = 1;     ///< env steps per iteration
   double team_reward = 0.0;  ///< β of the reward mix (1-β)·own + β·team
+  /// The behaviour policy the trajectory file names (`behaviour_policy`, `behaviour_epsilon`):
+  /// empty for a training run, whose learner (--algo) collects its own data; a dataset's policy
+  /// for `marlsched collect` (train/behaviour.hpp).
+  std::string behaviour;
+  double behaviour_epsilon = 0.0;
 };
 
 }  // namespace marlsched

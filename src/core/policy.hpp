@@ -64,12 +64,21 @@ inline int sample_index(const float* p, int n, double u, bool log_probs) {
   return n - 1;
 }
 
+/// What is known of the probability π(a | history) with which a policy chose an action, for
+/// the log-probabilities a dataset records (marlsched collect): nothing (a policy that samples
+/// from a law it does not expose), a point mass on the action act() returned (every rule that
+/// decides without drawing, stateful ones included: given its history the action is certain),
+/// or the uniform law over all actions.
+enum class ActionLaw { kUnknown, kDeterministic, kUniform };
+
 class Policy {
  public:
   virtual ~Policy() = default;
   virtual std::string name() const = 0;
   /// Fills `actions[copy * local_agents + k]`.
   virtual void act(const PolicyInput& in, std::vector<int>& actions) = 0;
+  /// How the actions of act() are drawn (see ActionLaw); unknown unless the policy says.
+  virtual ActionLaw action_law() const { return ActionLaw::kUnknown; }
 };
 
 }  // namespace marlsched

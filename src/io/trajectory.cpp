@@ -210,6 +210,9 @@ struct TrajectoryWriter::Impl {
     h5::write_attr(r, "blas", blas_info().describe());
     h5::write_attr(r, "env", s.name);
     h5::write_attr(r, "algo", meta.algo);
+    h5::write_attr(r, "behaviour_policy",
+                   meta.behaviour_policy.empty() ? meta.algo : meta.behaviour_policy);
+    h5::write_attr(r, "behaviour_epsilon", meta.behaviour_epsilon);
     h5::write_attr(r, "config", meta.config_toml);
     h5::write_attr(r, "observation_space",
                    "Box(-inf, inf, (" + std::to_string(s.obs_dim()) + ",), float32)");

@@ -75,6 +75,10 @@ const std::vector<std::string>& traj_optional_fields();
 struct TrajMeta {
   EnvSpec spec;
   std::string algo, config_toml;
+  /// The policy that chose the actions (a training run: the learner, `algo`) and the ε of its
+  /// uniform randomisation.
+  std::string behaviour_policy;
+  double behaviour_epsilon = 0.0;
   std::uint64_t seed = 0;
   int agents_per_rank = 1, worlds = 1, rollout_steps = 1;
   int segment = 0, first_iteration = 1;

@@ -373,7 +373,17 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
     traj_from = {m.traj_segment, m.traj_rows};
   }
   const int first = state.iteration + 1;
-  TrajMeta meta{spec, run.algo, resolved_config, run.seed, k, e, T, 0, first};
+  TrajMeta meta{spec,
+                run.algo,
+                resolved_config,
+                learner.behaviour.empty() ? run.algo : learner.behaviour,
+                learner.behaviour_epsilon,
+                run.seed,
+                k,
+                e,
+                T,
+                0,
+                first};
   TrajectoryRecorder traj(comm, world, run.traj, run.run_dir, meta, run.iterations, run.threads,
                           traj_from);
   MetricsSink sink(root, run.run_dir, spec, agent->stat_names(), run.iterations, run.tensorboard,
@@ -381,10 +391,14 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
   if (root) {
     if (resuming)
       std::cout << "resuming from " << resume_from << " at iteration " << first << std::endl;
-    std::cout << "marlsched train: env " << spec.name << ", algo " << run.algo << ", " << n
-              << " agents on " << comm.size() << (comm.size() == 1 ? " rank (" : " ranks (") << k
-              << " per rank), " << e << " env copies per rank, " << T << " steps per rollout, "
-              << run.iterations << " iterations, run dir " << run.run_dir << std::endl;
+    std::cout << "marlsched " << (learner.behaviour.empty() ? "train" : "collect") << ": env "
+              << spec.name << ", "
+              << (learner.behaviour.empty() ? "algo " + run.algo
+                                            : "behaviour policy " + agent->name())
+              << ", " << n << " agents on " << comm.size()
+              << (comm.size() == 1 ? " rank (" : " ranks (") << k << " per rank), " << e
+              << " env copies per rank, " << T << " steps per rollout, " << run.iterations
+              << " iterations, run dir " << run.run_dir << std::endl;
   }
   if (state.world.empty())
     world.reset();

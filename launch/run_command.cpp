@@ -1,0 +1,181 @@
+#include "run_command.hpp"
+
+#include <filesystem>
+#include <iostream>
+
+#include <unistd.h>
+
+#include "agents/archive_check.hpp"
+#include "agents/exported/torchscript_policy.hpp"
+#include "agents/torch_threads.hpp"
+#include "core/blas.hpp"
+#include "core/error.hpp"
+#include "core/file.hpp"
+#include "envs/baselines.hpp"
+#include "train/checkpoint.hpp"
+#include "train/manifest.hpp"
+
+namespace marlsched::cli {
+
+std::string config_record(const Command& cmd, const std::vector<std::string>& notes) {
+  std::string text = cmd.binder->to_toml();
+  if (!notes.empty()) text += "\n# Input files as read, and what ran (not options):\n";
+  for (const auto& note : notes) text += "# " + note + "\n";
+  return text;
+}
+
+Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner,
+                 const std::function<void()>& before_validate) {
+  cmd.resolve(needs_learner);
+  if (before_validate) before_validate();
+  const int n = cmd.run.agents_per_rank * comm.size();
+  const auto& entry = find_env(cmd.run.env);
+  auto& ec = cmd.env_config();
+  ec.validate(n);
+  Prepared p;
+  p.factory = entry.make_factory(ec, n);
+  p.input_notes = p.factory->input_notes();
+  if (comm.is_root())
+    for (const auto& note : p.input_notes) std::cout << note << "\n";
+  if (needs_learner) {
+    cmd.learners.check_env(cmd.run.algo, p.factory->spec());
+    check_env(cmd.run, p.factory->spec());
+  }
+  return p;
+}
+
+void claim_run_dir(const RunConfig& run, const dist::Comm& comm, bool force, bool resuming,
+                   std::optional<RunDirLock>& lock) {
+  // Created and written to now, so that a read-only or full file system fails before training
+  // with one message instead of later.
+  std::error_code ec;
+  std::filesystem::create_directories(run.run_dir, ec);
+  if (ec)
+    MARLSCHED_THROW(InputError,
+                    "cannot create run directory '" << run.run_dir << "': " << ec.message());
+  const std::string probe = run.run_dir + "/.write-probe-rank-" + std::to_string(comm.rank());
+  write_file(probe, "marlsched\n");
+  std::filesystem::remove(probe, ec);
+  lock.emplace(run.run_dir, comm.rank());
+  const auto earlier = resuming ? std::vector<std::string>{} : run_artifacts(run.run_dir);
+  if (!earlier.empty() && !force) {
+    std::string names;
+    for (const auto& e : earlier) names += (names.empty() ? "" : ", ") + e;
+    MARLSCHED_THROW(InputError, "run directory '"
+                                    << run.run_dir << "' already holds a run (" << names << "): "
+                                    << (latest_checkpoint(run.run_dir)
+                                            ? "continue it with --resume " + run.run_dir + ", "
+                                            : std::string())
+                                    << "choose another --run-dir, or give --force to remove it "
+                                       "and start afresh");
+  }
+  if (!earlier.empty() && comm.is_root()) clear_run_artifacts(run.run_dir);
+}
+
+std::optional<int> RunCommand::validate(const dist::Comm& comm) {
+  before_prepare(comm);
+  if (cmd_.print_config) {  // resolved values only: validation needs the real rank count
+    if (!cmd_.config_path.empty()) apply_config_file(cmd_.app, *cmd_.binder, cmd_.config_path);
+    if (comm.is_root()) std::cout << cmd_.binder->to_toml();
+    return 0;
+  }
+  prep_ = prepare(cmd_, comm, needs_learner(), [&] { check_models(comm); });
+  after_prepare(comm);
+  set_torch_threads(cmd_.run.threads);
+  if (comm.is_root() && blas_info().reference())
+    std::cerr << "marlsched: warning: libtorch runs on the reference BLAS (" << blas_info().path
+              << "), several times slower than an optimized one; install "
+                 "libopenblas0-pthread (launch/install-deps.sh does)\n";
+  after_threads(comm);
+  return std::nullopt;
+}
+
+void RunCommand::check_baselines(std::vector<std::string>& names) const {
+  if (names.empty()) names = heuristic_names(cmd_.run.env);
+  for (const auto& b : names) make_heuristic(b, prep_.factory->spec(), 0);
+}
+
+void ModelSource::bind(CLI::App* a) {
+  command_ = a->get_name();
+  a->add_option("--model", run_dir, "run directory holding the trained model")
+      ->check(CLI::ExistingDirectory);
+  a->add_option("--checkpoint", checkpoint, "a checkpoint directory of a trained run")
+      ->check(CLI::ExistingDirectory);
+  a->add_option("--policy", policy, "a policy written by `marlsched export` (any rank count)")
+      ->check(CLI::ExistingFile);
+}
+
+int ModelSource::count() const {
+  return (!run_dir.empty()) + (!checkpoint.empty()) + (!policy.empty());
+}
+
+std::string ModelSource::model_run_dir() const {
+  return !run_dir.empty() ? run_dir
+         : !checkpoint.empty()
+             ? (std::filesystem::path(checkpoint) / "../..").lexically_normal().string()
+             : std::string();
+}
+
+void ModelSource::choose_config(Command& cmd, const dist::Comm& comm) {
+  const std::string meta = policy.empty() ? "" : exported_policy_metadata(policy);
+  // The training configuration, unless --config gives one: the run's, the checkpoint's run's,
+  // or the one stored in the exported policy.
+  if (cmd.config_path.empty()) {
+    const std::string dir = model_run_dir();
+    if (!dir.empty() && std::filesystem::exists(dir + "/config.toml")) {
+      cmd.config_path = dir + "/config.toml";
+    } else if (!policy.empty()) {
+      const auto config = json_string_field(meta, "config");
+      MARLSCHED_REQUIRE(!config.empty(),
+                        "'" << policy << "' carries no training config: give --config");
+      config_tmp_ = (std::filesystem::temp_directory_path() /
+                     ("marlsched-model-" + std::to_string(::getpid()) + ".toml"))
+                        .string();
+      write_file_atomic(config_tmp_, config);
+      cmd.config_path = config_tmp_;
+    }
+  }
+  // An exported policy holds every agent: spread them over this job's ranks unless told.
+  auto* apr = cmd.app->get_option("--agents-per-rank");
+  if (!policy.empty() && apr->count() == 0) {
+    const int n = json_int_field(meta, "num_agents");
+    MARLSCHED_REQUIRE(n > 0 && n % comm.size() == 0, "'" << policy << "' holds " << n
+                                                         << " agents, which " << comm.size()
+                                                         << " ranks do not divide");
+    apr->add_result(std::to_string(n / comm.size()));
+    apr->run_callback();
+  }
+}
+
+void ModelSource::check_models(Command& cmd, const dist::Comm& comm) const {
+  if (run_dir.empty() && checkpoint.empty()) return;
+  const std::string what = run_dir.empty() ? checkpoint : run_dir;
+  if (!checkpoint.empty()) {
+    const int trained = read_manifest(checkpoint + "/MANIFEST").ranks;
+    MARLSCHED_REQUIRE(trained == comm.size(), "checkpoint '"
+                                                  << what << "' was written by " << trained
+                                                  << " ranks (one model per rank); run " << command_
+                                                  << " with mpirun -n " << trained);
+    const std::string damage = checkpoint_damage(checkpoint, comm.rank());
+    if (!damage.empty()) MARLSCHED_THROW(InputError, damage);
+    return;
+  }
+  const int found = model_ranks(run_dir, cmd.env_config(), cmd.run.agents_per_rank);
+  MARLSCHED_REQUIRE(
+      found == comm.size(),
+      "'" << what << "' holds the models of " << found << " rank" << (found == 1 ? "" : "s")
+          << " (model-rank-0.pt"
+          << (found > 1 ? " to model-rank-" + std::to_string(found - 1) + ".pt" : std::string(""))
+          << ", one per training rank) but this job has " << comm.size() << ": run " << command_
+          << " with mpirun -n " << found << ", or export the run and give the policy file ("
+          << command_ << " --policy) at any rank count");
+  verify_archive(model_path(run_dir, comm.rank()), "model");  // before phase 2 loads it
+}
+
+void ModelSource::check_loaded(const Command& cmd, const Prepared& prep, const dist::Comm& comm) {
+  if (!config_tmp_.empty()) std::filesystem::remove(config_tmp_);
+  if (!policy.empty())  // loads, and was trained for this many agents
+    load_exported_policy(policy, prep.factory->spec(), cmd.run.agents_per_rank * comm.size(), true);
+}
+
+}  // namespace marlsched::cli
