@@ -36,13 +36,14 @@ LearnerEntry tsdqn();
 LearnerEntry masac();
 LearnerEntry maddpg();
 LearnerEntry es();
+LearnerEntry bc();
 }  // namespace learners
 
 namespace {
 std::vector<LearnerEntry>& table() {
   static std::vector<LearnerEntry> t = {learners::mappo(), learners::ippo(),  learners::dqn(),
                                         learners::tsdqn(), learners::masac(), learners::maddpg(),
-                                        learners::es()};
+                                        learners::es(),    learners::bc()};
   return t;
 }
 
@@ -120,6 +121,12 @@ void LearnerConfigs::check_env(const std::string& algo, const EnvSpec& spec) con
 
 void LearnerConfigs::check_copies(const std::string& algo, int copies) const {
   require_copy_groups(algo, entry(algo).copy_group, copies);
+}
+
+void LearnerConfigs::check_inputs(const std::string& algo, const EnvSpec& spec, int num_agents,
+                                  int rank, int ranks) const {
+  const auto& e = entry(algo);
+  if (e.check_inputs) e.check_inputs(*this, spec, num_agents, rank, ranks);
 }
 
 int LearnerConfigs::rollout_steps(const std::string& algo, const EnvSpec& spec) const {

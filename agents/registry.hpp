@@ -79,6 +79,10 @@ class LearnerConfigs {
   /// Throws ConfigError when the named learner cannot train on `copies` env copies per rank
   /// (ES: antithetic pairs of copies that share episodes, so an even number).
   void check_copies(const std::string& algo, int copies) const;
+  /// The named learner's check of the input files its training reads (LearnerEntry::
+  /// check_inputs), if it has one.
+  void check_inputs(const std::string& algo, const EnvSpec& spec, int num_agents, int rank,
+                    int ranks) const;
   /// Environment steps per iteration in an env of this spec, and β of the team reward, of the
   /// named learner.
   int rollout_steps(const std::string& algo, const EnvSpec& spec) const;
@@ -120,6 +124,10 @@ struct LearnerEntry {
   /// Copies per group of common episodes that training needs (Learner::common_episodes): the
   /// env copies per rank must be a multiple of it.
   int copy_group = 1;
+  /// Optional: checks the input files training reads (an offline learner's dataset) for a run of
+  /// `num_agents` agents, on every rank (`rank` of `ranks`) before any collective; throws
+  /// InputError with one clear message.
+  std::function<void(const LearnerConfigs&, const EnvSpec&, int, int, int)> check_inputs = {};
 };
 
 /// Adds a row (before any LearnerConfigs is made or options are bound); ConfigError if the name

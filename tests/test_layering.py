@@ -22,7 +22,7 @@ ALLOWED = {
     "src/io": {"core", "dist", "io"},
     "src/train": {"core", "dist", "io", "train"},
     "envs": {"core", "envs"},
-    "agents": {"core", "dist", "rollout", "envs", "agents"},
+    "agents": {"core", "dist", "io", "rollout", "envs", "agents"},
     "launch": set(FRAMEWORK) | set(PLUGINS),
     "bench": set(FRAMEWORK) | set(PLUGINS),
     "tests": set(FRAMEWORK) | set(PLUGINS),

@@ -28,6 +28,8 @@
 
 namespace marlsched {
 
+struct LocalDataset;
+
 /// The kinds of actor and critic that --actor and --critic name (MappoConfig::actor_kind and
 /// critic_kind read the option strings; the learner branches on these, not on strings).
 enum class ActorKind { kMlp, kTargets };
@@ -137,6 +139,15 @@ class Mappo final : public Learner {
   /// the string attribute `metadata`.
   static void export_torchscript(const std::vector<const Mappo*>& ranks, const std::string& path,
                                  const std::string& metadata, bool with_critic);
+
+  /// Behaviour cloning (the bc learner, agents/bc): `epochs` passes, in minibatches of
+  /// `minibatch` rows, over the (observation, action) pairs of this rank's agents in `data`
+  /// (io/dataset.hpp; its world-steps × local agents), minimising the actor's −log π(a|o) with
+  /// Adam (--lr-actor) and the same gradient clipping as update(); a shared actor's gradients
+  /// are averaged over ranks, so it stays bitwise identical. The critic is not trained. The
+  /// actor inputs are built once, on the first call. Statistics: bc_loss, bc_accuracy (the
+  /// share of rows whose most probable action is the logged one), grad_norm_actor.
+  UpdateStats clone(const LocalDataset& data, int epochs, int minibatch);
 
   /// Action probabilities of local agent k for one copy's global observations (for tests).
   std::vector<float> action_probs(const GlobalObs& g, int local_agent) const;

@@ -73,6 +73,9 @@ struct Mappo::Impl : nn::LearnerDims {
   nn::MlpTape actor_tape, critic_tape;
   mutable nn::MlpTape act_actor_tape, act_critic_tape;  // act()'s and values()' forward passes
   torch::Tensor xb, cb, dz, dv;                         // the fused update's minibatch buffers
+  // Behaviour cloning (Mappo::clone): the dataset's actor inputs, actions and local agent
+  // indices, built on the first call.
+  torch::Tensor clone_X, clone_A, clone_AG;
   // Last act() inputs (so that record() can pair them).
   std::vector<float> last_x, last_c, last_logp, last_value;
   std::vector<std::int64_t> last_act;

@@ -96,6 +96,15 @@ Id create_parallel(const std::string& path, MPI_Comm comm) {
                  "cannot create HDF5 file '" + path + "'");
 }
 
+Id open_parallel(const std::string& path, MPI_Comm comm) {
+  silence_errors();
+  Id fapl = plist(H5P_FILE_ACCESS);
+  check(H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
+  check(H5Pset_all_coll_metadata_ops(fapl.get(), true), "H5Pset_all_coll_metadata_ops");
+  return file_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
+                 "cannot open '" + path + "' as an HDF5 file", true);
+}
+
 Id open_serial(const std::string& path, bool writable) {
   silence_errors();
   return file_id(H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, H5P_DEFAULT),
@@ -104,6 +113,10 @@ Id open_serial(const std::string& path, bool writable) {
 
 bool exists(hid_t loc, const std::string& path) {
   return check(H5Lexists(loc, path.c_str(), H5P_DEFAULT), "H5Lexists " + path) > 0;
+}
+
+bool has_attr(hid_t obj, const std::string& name) {
+  return check(H5Aexists(obj, name.c_str()), "H5Aexists " + name, true) > 0;
 }
 
 std::vector<hsize_t> dims(hid_t dataset) {
@@ -203,6 +216,36 @@ std::int64_t read_attr_int(hid_t obj, const std::string& name) {
   std::int64_t v = 0;
   check(H5Aread(a.get(), H5T_NATIVE_INT64, &v), "cannot read attribute " + name, true);
   return v;
+}
+
+double read_attr_double(hid_t obj, const std::string& name) {
+  Id a = attr_for_read(obj, name);
+  Id t(static_cast<hid_t>(check(H5Aget_type(a.get()), "H5Aget_type", true)), H5Tclose);
+  const auto cls = H5Tget_class(t.get());
+  if (cls != H5T_FLOAT && cls != H5T_INTEGER)
+    throw InputError("attribute '" + name + "' is not a number");
+  double v = 0;
+  check(H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v), "cannot read attribute " + name, true);
+  return v;
+}
+
+std::vector<std::string> read_attr_strings(hid_t obj, const std::string& name) {
+  Id a = attr_for_read(obj, name);
+  Id t(static_cast<hid_t>(check(H5Aget_type(a.get()), "H5Aget_type", true)), H5Tclose);
+  Id sp(static_cast<hid_t>(check(H5Aget_space(a.get()), "H5Aget_space", true)), H5Sclose);
+  if (H5Tget_class(t.get()) != H5T_STRING || H5Tis_variable_str(t.get()) <= 0 ||
+      H5Sget_simple_extent_ndims(sp.get()) != 1)
+    throw InputError("attribute '" + name + "' is not a list of strings");
+  const auto n = static_cast<std::size_t>(H5Sget_simple_extent_npoints(sp.get()));
+  Id mt = vlen_string_type();
+  std::vector<char*> p(n, nullptr);
+  check(H5Aread(a.get(), mt.get(), p.data()), "cannot read attribute " + name, true);
+  std::vector<std::string> out;
+  for (char* s : p) {
+    out.emplace_back(s ? s : "");
+    H5free_memory(s);
+  }
+  return out;
 }
 
 }  // namespace marlsched::h5

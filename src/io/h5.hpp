@@ -66,10 +66,14 @@ Id create_group(hid_t loc, const std::string& name);
 
 /// Creates `path` for parallel access by every rank of `comm` (collective); truncates.
 Id create_parallel(const std::string& path, MPI_Comm comm);
+/// Opens an existing file read-only for parallel access by every rank of `comm` (collective).
+Id open_parallel(const std::string& path, MPI_Comm comm);
 /// Opens an existing file on this process alone (serial driver).
 Id open_serial(const std::string& path, bool writable);
 
 bool exists(hid_t loc, const std::string& path);
+/// Whether `obj` has an attribute `name`.
+bool has_attr(hid_t obj, const std::string& name);
 /// Dimensions of a dataset.
 std::vector<hsize_t> dims(hid_t dataset);
 
@@ -81,6 +85,9 @@ void write_attr(hid_t obj, const std::string& name, double value);
 /// Reads attributes; throws InputError naming the attribute if it is absent or of another type.
 std::string read_attr_string(hid_t obj, const std::string& name);
 std::int64_t read_attr_int(hid_t obj, const std::string& name);
+double read_attr_double(hid_t obj, const std::string& name);
+/// A one-dimensional attribute of variable-length strings (as write_attr and h5py write them).
+std::vector<std::string> read_attr_strings(hid_t obj, const std::string& name);
 
 /// HDF5 native type for a C++ arithmetic type.
 template <class T>

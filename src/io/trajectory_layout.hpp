@@ -7,9 +7,11 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "io/h5.hpp"
 #include "io/trajectory.hpp"
 
 namespace marlsched::traj_layout {
@@ -86,6 +88,16 @@ inline const std::vector<FieldDef>& field_defs() {
   };
   return defs;
 }
+
+/// Opens a trajectory file (serially) and checks that it is a marlsched trajectory file of this
+/// format version; throws InputError otherwise (trajectory_resume.cpp).
+h5::Id open_trajectory_file(const std::string& path, bool writable);
+
+/// Reads rows [first, first + rows) of a dataset, a slab of at most 64 MiB at a time, so that
+/// HDF5 checks every chunk's Fletcher32 checksum (and that each inflates); throws InputError
+/// naming the file, the dataset and the first bad slab.
+void verify_rows(hid_t ds, const std::string& path, const char* name, std::int64_t first,
+                 std::int64_t rows);
 
 inline hid_t mem_type(Type t) {
   switch (t) {

@@ -27,8 +27,9 @@ int segment_index(const fs::path& p) {
   return std::stoi(n.substr(8, 3));
 }
 
-/// Opens a segment and checks that it is a marlsched trajectory file of this format version.
-h5::Id open_segment(const std::string& path, bool writable) {
+}  // namespace
+
+h5::Id traj_layout::open_trajectory_file(const std::string& path, bool writable) {
   h5::Id f = h5::open_serial(path, writable);
   std::string format;
   try {
@@ -45,10 +46,8 @@ h5::Id open_segment(const std::string& path, bool writable) {
   return f;
 }
 
-/// Reads rows [0, rows) of a dataset, a slab of at most 64 MiB at a time, so that HDF5 checks
-/// every chunk's Fletcher32 checksum (and that each inflates); throws InputError naming the file,
-/// the dataset and the first bad slab.
-void verify_rows(hid_t ds, const std::string& path, const char* name, std::int64_t rows) {
+void traj_layout::verify_rows(hid_t ds, const std::string& path, const char* name,
+                              std::int64_t first, std::int64_t rows) {
   auto d = h5::dims(ds);
   h5::Id type(H5Tget_native_type(h5::Id(H5Dget_type(ds), H5Tclose).get(), H5T_DIR_DEFAULT),
               H5Tclose);
@@ -57,8 +56,9 @@ void verify_rows(hid_t ds, const std::string& path, const char* name, std::int64
   const hsize_t slab = std::max<hsize_t>(1, (hsize_t{64} << 20) / std::max<hsize_t>(1, row_bytes));
   std::vector<unsigned char> buf;
   h5::Id file_space = h5::dataset_space(ds);
-  for (hsize_t r0 = 0; r0 < static_cast<hsize_t>(rows); r0 += slab) {
-    const hsize_t n = std::min<hsize_t>(slab, static_cast<hsize_t>(rows) - r0);
+  const auto end = static_cast<hsize_t>(first + rows);
+  for (auto r0 = static_cast<hsize_t>(first); r0 < end; r0 += slab) {
+    const hsize_t n = std::min<hsize_t>(slab, end - r0);
     std::vector<hsize_t> start(d.size(), 0), count = d;
     start[0] = r0;
     count[0] = n;
@@ -74,14 +74,12 @@ void verify_rows(hid_t ds, const std::string& path, const char* name, std::int64
   }
 }
 
-}  // namespace
-
 void check_segment_for_resume(const std::string& run_dir, int segment, std::int64_t rows) {
   if (segment < 0) return;
   const std::string path = traj_segment_path(run_dir, segment);
   if (!fs::exists(path))
     MARLSCHED_THROW(InputError, "the checkpoint's trajectory file " << path << " is missing");
-  h5::Id f = open_segment(path, false);
+  h5::Id f = open_trajectory_file(path, false);
   for (const auto& def : field_defs()) {
     if (!h5::exists(f.get(), def.path)) {
       if (def.optional) continue;
@@ -93,7 +91,7 @@ void check_segment_for_resume(const std::string& run_dir, int segment, std::int6
       MARLSCHED_THROW(InputError, path << ": " << def.path << " holds " << (d.empty() ? 0 : d[0])
                                        << " rows; the checkpoint needs " << rows
                                        << " (the file is damaged)");
-    verify_rows(ds.get(), path, def.path, rows);
+    verify_rows(ds.get(), path, def.path, 0, rows);
   }
 }
 
@@ -107,7 +105,7 @@ void cut_segments_for_resume(const std::string& run_dir, int segment, std::int64
   if (segment < 0) return;
   const std::string path = traj_segment_path(run_dir, segment);
   if (!fs::exists(path)) return;  // quarantined: the resume checked it and was told to go on
-  h5::Id f = open_segment(path, true);
+  h5::Id f = open_trajectory_file(path, true);
   for (const auto& def : field_defs()) {
     if (!h5::exists(f.get(), def.path)) continue;
     h5::Id ds = h5::open_dataset(f.get(), def.path, true);

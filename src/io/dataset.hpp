@@ -1,0 +1,68 @@
+#pragma once
+/// \file dataset.hpp
+/// Trajectory files read back for offline learning: the layout of docs/hdf5-layout.md, as
+/// `marlsched train` and `marlsched collect` write it (or a scheduler's own logs converted to
+/// it). Every rank reads, with collective hyperslab reads of its own, its agents' columns of the
+/// per-agent datasets (actions, rewards, log-probabilities), the world-level episode flags, and
+/// the observations of every agent: the global state that online training allgathers and that
+/// actor and critic inputs read. Nothing is gathered to rank 0 or sent between ranks.
+///
+/// In memory the rows are *world-steps* in episode order: file by file, world by world, step by
+/// step, so that each world's episodes are contiguous (a file's rows are [step, world]).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/env.hpp"
+#include "dist/comm.hpp"
+
+namespace marlsched {
+
+/// A dataset file's header, as every rank reads it before training (no collectives).
+struct DatasetInfo {
+  std::string path, env, behaviour_policy;
+  double behaviour_epsilon = 0.0;  ///< NaN for files that do not record it
+  std::int64_t rows = 0;           ///< steps (the first dimension)
+  int worlds = 0, num_agents = 0;
+};
+
+/// The files a `--dataset` names: each entry a trajectory file or a run directory (its segments
+/// RUN_DIR/trajectories/segment-NNN.h5, in order). Throws InputError for a path that is neither.
+std::vector<std::string> dataset_files(const std::vector<std::string>& entries);
+
+/// Opens `path` (serially, on the calling rank alone, no collectives) and checks that offline
+/// learning on env `spec` with `num_agents` agents can read it: a marlsched trajectory file of
+/// this format version, of that env (name, observation fields, actions), with that many agents
+/// and at least one row, holding observations, next_observations, actions, rewards and the
+/// episode flags in the layout's shapes. With `shares` > 0 it also reads share `share` of
+/// `shares` of the rows back, so that every chunk's checksum is checked: the ranks of a job,
+/// each its own share, read every row once. Throws InputError with one clear message otherwise.
+DatasetInfo inspect_dataset(const std::string& path, const EnvSpec& spec, int num_agents,
+                            int share = 0, int shares = 1);
+
+/// One rank's share of one or more dataset files.
+struct LocalDataset {
+  std::int64_t rows = 0;  ///< world-steps
+  int num_agents = 0, first_agent = 0, local_agents = 0, obs_dim = 0;
+  std::vector<float> observations;        ///< [rows, num_agents, obs_dim]: every agent's
+  std::vector<float> next_observations;   ///< [rows, num_agents, obs_dim]: every agent's
+  std::vector<std::int32_t> actions;      ///< [rows, local_agents]: this rank's agents
+  std::vector<float> rewards, log_probs;  ///< [rows, local_agents]
+  std::vector<std::uint8_t> terminations, truncations;  ///< [rows]
+  /// Where each file's world-steps start in `rows` (and the total at the end).
+  std::vector<std::int64_t> file_offsets;
+
+  /// Transitions of this rank's agents: rows × local_agents.
+  std::int64_t transitions() const { return rows * local_agents; }
+  /// The global observation of world-step `r` (every agent's row).
+  GlobalObs global(std::int64_t r, bool next = false) const;
+};
+
+/// Collective over `comm`: reads agents [first_agent, first_agent + local_agents) of `files`
+/// (each checked first with inspect_dataset) as above. `log_probs` of files that lack them
+/// are NaN.
+LocalDataset read_dataset(const dist::Comm& comm, const std::vector<std::string>& files,
+                          const EnvSpec& spec, int first_agent, int local_agents);
+
+}  // namespace marlsched

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Offline learning from a dataset: behaviour cloning (--algo bc) on a collected least-loaded
+# dataset learns its actions, is deterministic, resumes exactly, exports and evaluates like a
+# trained run; bad datasets are refused with one message and exit code 2.
+source "$(dirname "$0")/common.sh" "$@"
+cd "$WORK"
+G=(--env geodc --episode-slots 24 --envs-per-rank 2 --agents-per-rank 2 --quiet)
+mpi 2 "$BIN" collect --heuristic least-loaded --episodes 4 "${G[@]}" --run-dir ll > ll.log
+B=(train --algo bc --dataset ll "${G[@]}" --iterations 6 --rollout-steps 24 --bc-epochs 10 --lr-actor 3e-3
+   --bc-minibatch 64 --no-eval-after --traj-every 0)
+mpi 2 "$BIN" "${B[@]}" --run-dir bc > bc.log
+mpi 2 "$BIN" "${B[@]}" --run-dir bc_again > bc_again.log
+cmp bc/metrics.csv bc_again/metrics.csv || fail "two bc runs on the same dataset differ"
+/usr/bin/python3 - bc/metrics.csv <<'PYEOF' || fail "bc did not learn the logged actions: $(cat bc/metrics.csv)"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+acc = [float(r["bc_accuracy"]) for r in rows]
+loss = [float(r["bc_loss"]) for r in rows]
+assert len(rows) == 6, len(rows)
+assert loss[-1] < loss[0] and acc[-1] > acc[0], (loss, acc)
+assert acc[-1] > 0.8, acc  # least-loaded is a function of what the actor sees
+print("ok", acc[0], acc[-1])
+PYEOF
+pass "bc learns the dataset's actions, deterministically"
+
+kill_resume_matches "bc" 1:5 "${B[@]}" --checkpoint-every 2
+pass "a killed bc run resumes exactly"
+
+"$BIN" export bc > export.log || fail "export of a bc run: $(cat export.log)"
+"$BIN" eval --policy bc/policy.pt --eval-episodes 1 --envs-per-rank 1 --baselines least-loaded \
+  --out evp > evp.log || fail "eval --policy of a bc run: $(cat evp.log)"
+mpi 2 "$BIN" eval --model bc --eval-episodes 1 --envs-per-rank 1 --baselines least-loaded \
+  --out evm > evm.log || fail "eval --model of a bc run: $(cat evm.log)"
+grep -q "^bc" evm/eval.csv || fail "eval.csv names no bc row: $(cat evm/eval.csv)"
+pass "a bc run exports and evaluates"
+
+# Bad datasets: one message, exit 2.
+mpi 2 "$BIN" collect --heuristic least-loaded --episodes 1 --env aset --agents-per-rank 2 \
+  --envs-per-rank 1 --quiet --run-dir aset > aset.log
+expect_error "bc without a dataset" 2 "give --dataset" -- \
+  mpi 2 "$BIN" train --algo bc "${G[@]}" --run-dir bad0
+expect_error "bc on a dataset of another env" 2 "is a dataset of env 'aset'; this run's env is 'geodc'" -- \
+  mpi 2 "$BIN" train --algo bc --dataset aset "${G[@]}" --run-dir bad1
+expect_error "bc on a missing dataset" 2 "dataset 'nothing' does not exist" -- \
+  mpi 2 "$BIN" train --algo bc --dataset nothing "${G[@]}" --run-dir bad2
+expect_error "bc on a dataset of another agent count" 2 "holds 4 agents; this run has 8" -- \
+  mpi 2 "$BIN" train --algo bc --dataset ll --env geodc --replicate-sites --agents-per-rank 4 \
+  --quiet --run-dir bad3
+expect_error "bc with fewer transitions than a minibatch" 2 "fewer than one minibatch" -- \
+  mpi 2 "$BIN" train --algo bc --dataset ll "${G[@]}" --bc-minibatch 100000 --run-dir bad4
+cp ll/trajectories/segment-000.h5 cut.h5
+truncate -s $(( $(stat -c %s cut.h5) * 6 / 10 )) cut.h5
+expect_error "bc on a truncated file" 2 "cut.h5" -- \
+  mpi 2 "$BIN" train --algo bc --dataset cut.h5 "${G[@]}" --run-dir bad5
+echo "not hdf5" > text.h5
+expect_error "bc on a file that is not HDF5" 2 "text.h5" -- \
+  mpi 2 "$BIN" train --algo bc --dataset text.h5 "${G[@]}" --run-dir bad6
+for d in bad0 bad1 bad2 bad3 bad4 bad5 bad6; do
+  [ ! -e "$d/metrics.csv" ] || fail "$d: a refused run wrote metrics"
+done
+pass "bc: bad datasets"
