@@ -18,6 +18,12 @@ void require_copy_groups(const std::string& name, int group, int copies) {
                          << group << ", got " << copies);
 }
 
+void Learner::init_from(const std::string& path) {
+  MARLSCHED_THROW(ConfigError, "--init-from '" << path << "': " << name()
+                                               << " cannot start from a trained model (mappo, "
+                                                  "ippo, bc and awr can)");
+}
+
 double Learner::stat(const UpdateStats& st, const std::string& column) const {
   const auto& names = stat_names();
   for (std::size_t i = 0; i < names.size() && i < st.values.size(); ++i)
@@ -37,13 +43,14 @@ LearnerEntry masac();
 LearnerEntry maddpg();
 LearnerEntry es();
 LearnerEntry bc();
+LearnerEntry awr();
 }  // namespace learners
 
 namespace {
 std::vector<LearnerEntry>& table() {
   static std::vector<LearnerEntry> t = {learners::mappo(), learners::ippo(),  learners::dqn(),
                                         learners::tsdqn(), learners::masac(), learners::maddpg(),
-                                        learners::es(),    learners::bc()};
+                                        learners::es(),    learners::bc(),    learners::awr()};
   return t;
 }
 

@@ -107,13 +107,16 @@ struct Line {
   stats::Interval mean_ci, iqm_ci, diff_ci{NAN, NAN}, diff_t{NAN, NAN};
 };
 
-/// The comparison's statistics: every policy's row, best first, and the best heuristic.
+/// The comparison's statistics: every policy's row, best first, and the reference of the
+/// differences: the best heuristic, or the policy --versus names (`versus` true).
 struct Comparison {
   std::vector<Line> lines;
   const PolicyScores* best = nullptr;
+  bool versus = false;
 };
 
-Comparison compare_policies(const std::vector<PolicyScores>& policies, int resamples) {
+Comparison compare_policies(const std::vector<PolicyScores>& policies, int resamples,
+                            const std::string& versus) {
   const PolicyScores* best = nullptr;
   const PolicyScores* bound = nullptr;
   double best_mean = 0, bound_mean = 0;
@@ -127,6 +130,17 @@ Comparison compare_policies(const std::vector<PolicyScores>& policies, int resam
       bound = &p;
       bound_mean = m;
     }
+  }
+  if (!versus.empty()) {
+    std::string names;
+    best = nullptr;
+    for (const auto& p : policies) {
+      if (p.name == versus) best = &p;
+      names += (names.empty() ? "" : ", ") + p.name;
+    }
+    MARLSCHED_REQUIRE(best != nullptr, "--versus '" << versus << "': no such policy in these runs ("
+                                                    << names << ")");
+    best_mean = stats::statistic(best->scores, stats::Statistic::kMean);
   }
   const std::uint64_t seed = 20231;  // fixed: the same inputs give the same file
   std::vector<Line> lines;
@@ -144,10 +158,14 @@ Comparison compare_policies(const std::vector<PolicyScores>& policies, int resam
       l.diff_ci = stats::bootstrap_interval(p.scores, &best->scores, stats::Statistic::kMean,
                                             resamples, seed);
       if (p.scores.size() >= 2) {  // over training seeds: each seed's mean paired difference
+        // (to the reference's run of the same index when it has one per seed, e.g. another
+        // learner's; else to its one run, a heuristic's)
         std::vector<double> d;
-        for (const auto& run : p.scores) {
+        for (std::size_t i = 0; i < p.scores.size(); ++i) {
+          const auto& run = p.scores[i];
+          const auto& ref = best->scores[std::min(i, best->scores.size() - 1)];
           double s = 0;
-          for (std::size_t e = 0; e < run.size(); ++e) s += run[e] - best->scores[0][e];
+          for (std::size_t e = 0; e < run.size(); ++e) s += run[e] - ref[e];
           d.push_back(s / static_cast<double>(run.size()));
         }
         l.diff_t = stats::t_interval(d);
@@ -161,7 +179,7 @@ Comparison compare_policies(const std::vector<PolicyScores>& policies, int resam
   std::sort(lines.begin(), lines.end(),
             [](const Line& a, const Line& b) { return a.mean > b.mean; });
 
-  return {lines, best};
+  return {lines, best, !versus.empty()};
 }
 
 /// comparison.csv and comparison.md.
@@ -169,19 +187,22 @@ std::pair<std::string, std::string> comparison_tables(const Comparison& c, std::
                                                       std::size_t ne, int resamples) {
   const auto& best = c.best;
   std::ostringstream csv, md;
+  const std::string vs = c.versus ? "reference" : "best heuristic";
   csv << "policy,kind,seeds,episodes,mean,mean_ci95_lo,mean_ci95_hi,iqm,iqm_ci95_lo,iqm_ci95_hi,"
-         "diff_vs_best_heuristic,diff_ci95_lo,diff_ci95_hi,diff_t95_lo,diff_t95_hi,"
-         "p_improvement,oracle_gap_pct\n"
+      << (c.versus ? "diff_vs_reference" : "diff_vs_best_heuristic")
+      << ",diff_ci95_lo,diff_ci95_hi,diff_t95_lo,diff_t95_hi,p_improvement,oracle_gap_pct\n"
       << std::setprecision(10);
   md << "Compared " << runs << " run(s) on the same " << ne
      << " held-out episodes. 95 % intervals: stratified bootstrap over training seeds and "
         "episodes ("
      << resamples
      << " resamples, percentile); t: Student-t over training seeds of each seed's mean paired "
-        "difference. Best heuristic: "
+        "difference"
+     << (c.versus ? " (seed i paired with the reference's seed i)" : "") << ". "
+     << (c.versus ? "Reference" : "Best heuristic") << ": "
      << (best ? best->name : std::string("none")) << ".\n\n"
-     << "| policy | kind | seeds | mean [95 % CI] | IQM [95 % CI] | Δ vs best heuristic [95 % CI] "
-        "| Δ t-interval | P(improvement) | oracle gap |\n"
+     << "| policy | kind | seeds | mean [95 % CI] | IQM [95 % CI] | Δ vs " << vs
+     << " [95 % CI] | Δ t-interval | P(improvement) | oracle gap |\n"
      << "|:--|:--|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& l : c.lines) {
     const auto& p = *l.p;
@@ -270,11 +291,12 @@ std::string comparison_svg(const Comparison& c, std::size_t runs, std::size_t ne
 
 std::vector<std::string> write_comparison(const std::vector<std::string>& run_dirs,
                                           const std::vector<std::string>& baselines,
-                                          const std::string& out_dir, int resamples) {
+                                          const std::string& out_dir, int resamples,
+                                          const std::string& versus) {
   MARLSCHED_REQUIRE(!run_dirs.empty(), "compare needs at least one run directory");
   MARLSCHED_REQUIRE(resamples >= 100, "--resamples must be at least 100, got " << resamples);
   const auto policies = read_scores(run_dirs, baselines);
-  const Comparison c = compare_policies(policies, resamples);
+  const Comparison c = compare_policies(policies, resamples, versus);
   const std::size_t ne = policies.front().scores.front().size();
   const auto [csv, md] = comparison_tables(c, run_dirs.size(), ne, resamples);
   std::filesystem::create_directories(out_dir);

@@ -20,10 +20,13 @@ std::vector<std::string> write_report(const std::string& run_dir,
 /// same held-out episodes (each RUN_DIR/eval-episodes.csv), aggregated as a paper would: per
 /// policy the mean and the interquartile mean with 95 % stratified-bootstrap intervals, the paired
 /// difference to the best heuristic (bootstrap and Student-t over seeds), the probability of
-/// improvement over it, and the gap to an oracle bound where the runs hold one. Writes
-/// comparison.{csv,md,svg} into `out_dir`, prints the Markdown table; returns the paths.
+/// improvement over it, and the gap to an oracle bound where the runs hold one. With `versus`
+/// (a policy's name, e.g. "bc (greedy)" of other runs given too) the differences are to that
+/// policy instead, seed i paired with its seed i. Writes comparison.{csv,md,svg} into
+/// `out_dir`, prints the Markdown table; returns the paths.
 std::vector<std::string> write_comparison(const std::vector<std::string>& run_dirs,
                                           const std::vector<std::string>& baselines,
-                                          const std::string& out_dir, int resamples);
+                                          const std::string& out_dir, int resamples,
+                                          const std::string& versus = "");
 
 }  // namespace marlsched::cli

@@ -28,6 +28,21 @@ namespace marlsched::cli {
 
 namespace {
 
+/// --init-from: a run or checkpoint directory whose models were written by as many ranks as this
+/// job has, with this rank's model intact (its layout is checked when it loads).
+void check_init_from(const std::string& source, const dist::Comm& comm) {
+  MARLSCHED_REQUIRE(std::filesystem::is_directory(source),
+                    "--init-from '" << source << "' is not a run or checkpoint directory");
+  const bool ckpt = std::filesystem::exists(source + "/MANIFEST");
+  const int ranks = ckpt ? read_manifest(source + "/MANIFEST").ranks : trained_ranks(source);
+  MARLSCHED_REQUIRE(ranks == comm.size(),
+                    "--init-from '" << source << "' holds the models of " << ranks
+                                    << " ranks (one per training rank) "
+                                       "but this job has "
+                                    << comm.size() << ": start it with mpirun -n " << ranks);
+  verify_archive(init_model_path(source, comm.rank()), "model");
+}
+
 /// What a resume continues from, and what rank 0 moves to the run's quarantine first.
 struct ResumePlan {
   std::string checkpoint;
@@ -166,6 +181,7 @@ class TrainCommand : public RunCommand {
     cmd_.learners.check_copies(run.algo, run.envs_per_rank);
     cmd_.learners.check_inputs(run.algo, prep_.factory->spec(), run.agents_per_rank * comm.size(),
                                comm.rank(), comm.size());
+    if (resume_dir_.empty() && !run.init_from.empty()) check_init_from(run.init_from, comm);
     claim_run_dir(run, comm, force_, !resume_dir_.empty(), run_lock_);  // held until the job ends
   }
 

@@ -280,18 +280,22 @@ class CompareCommand : public Subcommand {
         ->check(CLI::ExistingDirectory);
     cmp->add_option("--out", out_, "directory for comparison.{csv,md,svg}")->capture_default_str();
     cmp->add_option("--resamples", resamples_, "bootstrap resamples")->capture_default_str();
+    cmp->add_option("--versus", versus_,
+                    "the policy the differences are to, by its name in eval.csv (e.g. \"bc "
+                    "(greedy)\" of runs given too; seed i paired with its seed i); default: the "
+                    "best heuristic");
     return cmp;
   }
   bool serial() const override { return true; }
   int run(const dist::Comm&) override {
-    for (const auto& f : write_comparison(runs_, heuristic_names(), out_, resamples_))
+    for (const auto& f : write_comparison(runs_, heuristic_names(), out_, resamples_, versus_))
       std::cout << "wrote " << f << "\n";
     return 0;
   }
 
  private:
   std::vector<std::string> runs_;
-  std::string out_ = "runs/compare";
+  std::string out_ = "runs/compare", versus_;
   int resamples_ = 5000;
 };
 

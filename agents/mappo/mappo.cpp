@@ -207,6 +207,7 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   m.buf.clear();
   m.teacher_act.clear();
   m.updates_done += 1;
+  m.critic_trained = true;
   return st;
 }
 

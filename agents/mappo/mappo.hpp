@@ -123,6 +123,10 @@ class Mappo final : public Learner {
   /// Saves/loads this rank's networks, optimiser state and value normaliser.
   void save(const std::string& path) const override;
   void load(const std::string& path) override;
+  /// The actor, and the critic with its value normaliser where the file's learner trained one
+  /// (mappo, ippo, awr; not bc), from a model file of the same layout; optimisers, RNGs and
+  /// the imitation schedule start afresh.
+  void init_from(const std::string& path) override;
   bool shared_parameters_identical() const override;
   /// Digest of the shared parameters (critic and, when shared, actor).
   std::uint64_t shared_parameter_digest() const override;
@@ -140,7 +144,7 @@ class Mappo final : public Learner {
   static void export_torchscript(const std::vector<const Mappo*>& ranks, const std::string& path,
                                  const std::string& metadata, bool with_critic);
 
-  /// Behaviour cloning (the bc learner, agents/bc): `epochs` passes, in minibatches of
+  /// Behaviour cloning (the bc learner, agents/offline): `epochs` passes, in minibatches of
   /// `minibatch` rows, over the (observation, action) pairs of this rank's agents in `data`
   /// (io/dataset.hpp; its world-steps × local agents), minimising the actor's −log π(a|o) with
   /// Adam (--lr-actor) and the same gradient clipping as update(); a shared actor's gradients
@@ -148,6 +152,20 @@ class Mappo final : public Learner {
   /// actor inputs are built once, on the first call. Statistics: bc_loss, bc_accuracy (the
   /// share of rows whose most probable action is the logged one), grad_norm_actor.
   UpdateStats clone(const LocalDataset& data, int epochs, int minibatch);
+
+  /// Advantage-weighted regression (the awr learner, agents/offline; Peng et al. 2019, the
+  /// policy step of IQL): each call fits the critic to the dataset's λ-returns of the reward
+  /// (1-β)·own + β·mean over agents (bootstrapped at episode ends and cuts, --gamma,
+  /// --gae-lambda, MAPPO's value normalisation and Huber loss), then trains the actor on the
+  /// logged actions with weights min(exp(Â / temperature), max_weight), Â the standardised
+  /// advantage λ-return − V(s). Only actions in the data are ever scored (no out-of-distribution
+  /// queries). `epochs` passes of each. Statistics: awr_loss, awr_accuracy, value_loss,
+  /// mean_weight, grad_norm_actor, grad_norm_critic. Not for --critic pooled.
+  struct AwrOptions {
+    int epochs = 1, minibatch = 512;
+    double temperature = 1.0, max_weight = 20.0, team_reward = 1.0;
+  };
+  UpdateStats awr(const LocalDataset& data, const AwrOptions& opt);
 
   /// Action probabilities of local agent k for one copy's global observations (for tests).
   std::vector<float> action_probs(const GlobalObs& g, int local_agent) const;
@@ -158,7 +176,7 @@ class Mappo final : public Learner {
   std::int64_t shared_parameter_count() const;
 
  private:
-  void load_impl(const std::string& path);
+  void load_impl(const std::string& path, bool parameters_only = false);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -61,6 +61,8 @@ struct Mappo::Impl : nn::LearnerDims {
   std::vector<int> last_teacher;
   std::vector<std::int64_t> teacher_act;
   std::int64_t updates_done = 0;
+  // Whether the critic was trained (PPO updates, awr; not bc): saved, and read by init_from.
+  bool critic_trained = false;
   double imitation_weight() const {
     if (!teacher || updates_done >= cfg.imitate_iterations) return 0.0;
     return cfg.imitate_coef *
@@ -73,9 +75,15 @@ struct Mappo::Impl : nn::LearnerDims {
   nn::MlpTape actor_tape, critic_tape;
   mutable nn::MlpTape act_actor_tape, act_critic_tape;  // act()'s and values()' forward passes
   torch::Tensor xb, cb, dz, dv;                         // the fused update's minibatch buffers
-  // Behaviour cloning (Mappo::clone): the dataset's actor inputs, actions and local agent
-  // indices, built on the first call.
-  torch::Tensor clone_X, clone_A, clone_AG;
+  // Offline training (mappo_offline.cpp: Mappo::clone, Mappo::awr): the dataset's actor inputs,
+  // logged actions and local agent indices, and (awr) the critic inputs of every state and next
+  // state, [world-step][k] rows, built on the first call.
+  std::int64_t off_rows = 0;
+  torch::Tensor off_X, off_A, off_AG, off_C, off_C2;
+  void prepare_offline(const LocalDataset& data, bool with_critic, int minibatch);
+  /// One pass of actor steps over the offline rows minimising −mean(w · log π(a|o)) (w = 1 when
+  /// `weights` is undefined); adds loss, argmax accuracy and gradient norm to s[0..2].
+  int offline_actor_epoch(int minibatch, const torch::Tensor& weights, double* s, UpdateStats& st);
   // Last act() inputs (so that record() can pair them).
   std::vector<float> last_x, last_c, last_logp, last_value;
   std::vector<std::int64_t> last_act;

@@ -78,6 +78,7 @@ void Mappo::save(const std::string& path) const {
   ar.write("vnorm", torch::tensor({m.vnorm.count, m.vnorm.mean, m.vnorm.m2}, torch::kFloat64));
   ar.write("rng", nn::string_tensor(write_states({&m.sample_rng, &m.shuffle_rng})));
   ar.write("updates", torch::tensor({m.updates_done}, torch::kInt64));
+  ar.write("critic_trained", torch::tensor({m.critic_trained ? 1 : 0}, torch::kInt64));
   std::ostringstream bytes;
   ar.save_to(bytes);  // in memory: a full disk then fails in write_file, with errno
   write_file(path, bytes.str());
@@ -93,7 +94,17 @@ void Mappo::load(const std::string& path) {
   }
 }
 
-void Mappo::load_impl(const std::string& path) {
+void Mappo::init_from(const std::string& path) {
+  verify_archive(path, "model");
+  try {
+    load_impl(path, true);
+  } catch (const c10::Error&) {
+    MARLSCHED_THROW(InputError,
+                    "cannot read model '" << path << "': corrupted or not a marlsched model file");
+  }
+}
+
+void Mappo::load_impl(const std::string& path, bool parameters_only) {
   auto& m = *impl_;
   torch::serialize::InputArchive ar;
   torch::Tensor meta;
@@ -117,6 +128,12 @@ void Mappo::load_impl(const std::string& path) {
     ar.read("actor" + std::to_string(i), sub);
     m.actors[i]->load(sub);
   }
+  // A warm start takes the critic (and its value normaliser) only from a learner that trained
+  // one: not from bc, whose critic is its initialisation (files without the flag are MAPPO's).
+  torch::Tensor trained;
+  const bool critic_trained =
+      !ar.try_read("critic_trained", trained) || trained[0].item<std::int64_t>() != 0;
+  if (parameters_only && !critic_trained) return;
   torch::serialize::InputArchive cs, ao, co;
   ar.read("critic", cs);
   m.critic->load(cs);
@@ -125,15 +142,17 @@ void Mappo::load_impl(const std::string& path) {
     ar.read("critic_enc", es);
     m.critic_enc->load(es);
   }
-  ar.read("actor_opt", ao);
-  m.actor_opt->load(ao);
-  ar.read("critic_opt", co);
-  m.critic_opt->load(co);
   torch::Tensor vn;
   ar.read("vnorm", vn);
   m.vnorm.count = vn[0].item<double>();
   m.vnorm.mean = vn[1].item<double>();
   m.vnorm.m2 = vn[2].item<double>();
+  m.critic_trained = critic_trained;
+  if (parameters_only) return;
+  ar.read("actor_opt", ao);
+  m.actor_opt->load(ao);
+  ar.read("critic_opt", co);
+  m.critic_opt->load(co);
   torch::Tensor rt;
   ar.read("rng", rt);
   MARLSCHED_REQUIRE(read_states(nn::tensor_string(rt), {&m.sample_rng, &m.shuffle_rng}),

@@ -70,6 +70,11 @@ class Learner : public Policy {
   /// Saves/loads this rank's networks, optimiser state and RNGs (checkpoint and model files).
   virtual void save(const std::string& path) const = 0;
   virtual void load(const std::string& path) = 0;
+  /// Warm start (train --init-from): this rank's parameters from a model file of the same
+  /// layout, written by this learner or one whose networks it shares (MAPPO's by bc and awr);
+  /// optimisers and RNGs start afresh. Collective where loading is. Learners that cannot throw
+  /// ConfigError (the default).
+  virtual void init_from(const std::string& path);
   /// Collective: true when every rank holds bitwise-identical shared parameters.
   virtual bool shared_parameters_identical() const = 0;
   /// Digest of the shared parameters.

@@ -187,8 +187,18 @@ LocalDataset read_dataset(const dist::Comm& comm, const std::vector<std::string>
     append_world_major(fbuf, info.rows, info.worlds, N * d, out.next_observations);
     read_slab(r, path, "actions", dxpl.get(), {0, 0, f0}, {S, W, K}, ibuf);
     append_world_major(ibuf, info.rows, info.worlds, K, out.actions);
-    read_slab(r, path, "rewards", dxpl.get(), {0, 0, f0}, {S, W, K}, fbuf);
-    append_world_major(fbuf, info.rows, info.worlds, K, out.rewards);
+    read_slab(r, path, "rewards", dxpl.get(), {0, 0, 0}, {S, W, N}, fbuf);
+    std::vector<float> own(static_cast<std::size_t>(S * W * K)),
+        mean(static_cast<std::size_t>(S * W));
+    for (std::size_t i = 0; i < mean.size(); ++i) {
+      const float* row = fbuf.data() + i * N;
+      std::copy_n(row + f0, K, own.data() + i * K);
+      double sum = 0;
+      for (hsize_t a = 0; a < N; ++a) sum += row[a];
+      mean[i] = static_cast<float>(sum / static_cast<double>(N));
+    }
+    append_world_major(own, info.rows, info.worlds, K, out.rewards);
+    append_world_major(mean, info.rows, info.worlds, 1, out.mean_rewards);
     if (h5::exists(r, "log_probs")) {
       read_slab(r, path, "log_probs", dxpl.get(), {0, 0, f0}, {S, W, K}, fbuf);
     } else {
@@ -199,9 +209,11 @@ LocalDataset read_dataset(const dist::Comm& comm, const std::vector<std::string>
     append_world_major(ubuf, info.rows, info.worlds, 1, out.terminations);
     read_slab(r, path, "truncations", dxpl.get(), {0, 0}, {S, W}, ubuf);
     append_world_major(ubuf, info.rows, info.worlds, 1, out.truncations);
+    for (int w = 0; w < info.worlds; ++w) out.block_offsets.push_back(out.rows + w * info.rows);
     out.rows += info.rows * info.worlds;
   }
   out.file_offsets.push_back(out.rows);
+  out.block_offsets.push_back(out.rows);
   return out;
 }
 

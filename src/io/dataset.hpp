@@ -3,9 +3,10 @@
 /// Trajectory files read back for offline learning: the layout of docs/hdf5-layout.md, as
 /// `marlsched train` and `marlsched collect` write it (or a scheduler's own logs converted to
 /// it). Every rank reads, with collective hyperslab reads of its own, its agents' columns of the
-/// per-agent datasets (actions, rewards, log-probabilities), the world-level episode flags, and
-/// the observations of every agent: the global state that online training allgathers and that
-/// actor and critic inputs read. Nothing is gathered to rank 0 or sent between ranks.
+/// per-agent datasets (actions, log-probabilities), the world-level episode flags, and what
+/// online training shares between ranks too: the observations of every agent (the global state
+/// that actor and critic inputs read) and every agent's reward (for the team reward). Nothing
+/// is gathered to rank 0 or sent between ranks.
 ///
 /// In memory the rows are *world-steps* in episode order: file by file, world by world, step by
 /// step, so that each world's episodes are contiguous (a file's rows are [step, world]).
@@ -49,9 +50,13 @@ struct LocalDataset {
   std::vector<float> next_observations;   ///< [rows, num_agents, obs_dim]: every agent's
   std::vector<std::int32_t> actions;      ///< [rows, local_agents]: this rank's agents
   std::vector<float> rewards, log_probs;  ///< [rows, local_agents]
+  std::vector<float> mean_rewards;        ///< [rows]: the mean reward over all agents
   std::vector<std::uint8_t> terminations, truncations;  ///< [rows]
   /// Where each file's world-steps start in `rows` (and the total at the end).
   std::vector<std::int64_t> file_offsets;
+  /// Where each (file, world) block of consecutive steps starts (and the total at the end): a
+  /// block's last row ends its last episode, or cuts it where the file did.
+  std::vector<std::int64_t> block_offsets;
 
   /// Transitions of this rank's agents: rows × local_agents.
   std::int64_t transitions() const { return rows * local_agents; }

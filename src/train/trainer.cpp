@@ -53,6 +53,9 @@ void RunConfig::bind(OptionBinder& b, const std::vector<std::string>& learners) 
         "which agents the team part of the reward (--team-reward) averages: all, or targets (the "
         "agent and its neighbours in the env's targeted action space, e.g. geodc "
         "--site-neighbours)");
+  b.add("init-from", init_from,
+        "warm start: a trained run or checkpoint directory (same layout and rank count) whose "
+        "parameters this run starts from, e.g. an offline-trained bc or awr run for MAPPO");
   b.add("checkpoint-every", checkpoint_every, "iterations between checkpoints (0: none)");
   b.add("keep-checkpoints", keep_checkpoints, "how many recent checkpoints to keep");
   b.add("watchdog-s", watchdog_s,
@@ -371,6 +374,9 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
     agent->load(resume_from + "/" + ckpt_model_file(comm.rank()));
     const Manifest m = read_manifest(resume_from + "/MANIFEST");
     traj_from = {m.traj_segment, m.traj_rows};
+  } else if (!run.init_from.empty()) {
+    agent->init_from(init_model_path(run.init_from, comm.rank()));
+    if (root) std::cout << "starting from the parameters of " << run.init_from << std::endl;
   }
   const int first = state.iteration + 1;
   TrajMeta meta{spec,
@@ -479,6 +485,11 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
                     state.agent_steps - steps_at_start, sum.parameters_identical,
                     first <= run.iterations, run.iterations);
   return sum;
+}
+
+std::string init_model_path(const std::string& source, int rank) {
+  return std::filesystem::exists(source + "/MANIFEST") ? source + "/" + ckpt_model_file(rank)
+                                                       : model_path(source, rank);
 }
 
 }  // namespace marlsched

@@ -49,6 +49,10 @@ struct RunConfig {
   /// "all" agents, or the agent's "targets" (EnvSpec::targets: itself and its neighbours, the
   /// neighbourhood reward of networked multi-agent RL, whose scale does not shrink with N).
   std::string team_scope = "all";
+  /// Warm start: a trained run directory (its model-rank-R.pt) or a checkpoint directory (its
+  /// rank-R.pt) of the same layout and rank count, whose parameters a fresh run starts from
+  /// (Learner::init_from); empty: none. A resume ignores it (the checkpoint holds the state).
+  std::string init_from;
   TrajConfig traj;  ///< HDF5 trajectory logging
 
   /// `learners`: the names --algo accepts, for its help line (the assembling layer's table).
@@ -125,5 +129,9 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
 
 /// Path of a rank's model file in a run directory.
 std::string model_path(const std::string& run_dir, int rank);
+
+/// The model file of `rank` that --init-from names: RUN_DIR/model-rank-R.pt, or CKPT/rank-R.pt
+/// for a checkpoint directory (one with a MANIFEST).
+std::string init_model_path(const std::string& source, int rank);
 
 }  // namespace marlsched

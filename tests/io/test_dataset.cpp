@@ -111,6 +111,9 @@ TEST(Dataset, EveryRankReadsExactlyItsAgentsRows) {
   ASSERT_EQ(ds.rows, 2 * kRows * kW);
   EXPECT_EQ(ds.transitions(), 2 * kRows * kW * K);
   EXPECT_EQ(ds.file_offsets, (std::vector<std::int64_t>{0, kRows * kW, 2 * kRows * kW}));
+  ASSERT_EQ(ds.block_offsets.size(), static_cast<std::size_t>(2 * kW + 1));
+  for (int b = 0; b <= 2 * kW; ++b)
+    EXPECT_EQ(ds.block_offsets[static_cast<std::size_t>(b)], b * kRows);
   ASSERT_EQ(ds.actions.size(), static_cast<std::size_t>(ds.rows * K));
   ASSERT_EQ(ds.observations.size(), static_cast<std::size_t>(ds.rows * kN * kD));
   for (std::int64_t i = 0; i < ds.rows; ++i) {
@@ -122,6 +125,9 @@ TEST(Dataset, EveryRankReadsExactlyItsAgentsRows) {
       ASSERT_EQ(ds.rewards[at], code(r, w, first + k, 1));
       ASSERT_EQ(ds.log_probs[at], -code(r, w, first + k, 2));
     }
+    double mean = 0;
+    for (int a = 0; a < kN; ++a) mean += code(r, w, a, 1) / kN;
+    ASSERT_FLOAT_EQ(ds.mean_rewards[static_cast<std::size_t>(i)], static_cast<float>(mean));
     for (int a = 0; a < kN; ++a)
       for (int j = 0; j < kD; ++j) {
         ASSERT_EQ(ds.global(i).row(a)[j], code(r, w, a, j));

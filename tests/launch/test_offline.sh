@@ -6,8 +6,8 @@ source "$(dirname "$0")/common.sh" "$@"
 cd "$WORK"
 G=(--env geodc --episode-slots 24 --envs-per-rank 2 --agents-per-rank 2 --quiet)
 mpi 2 "$BIN" collect --heuristic least-loaded --episodes 4 "${G[@]}" --run-dir ll > ll.log
-B=(train --algo bc --dataset ll "${G[@]}" --iterations 6 --rollout-steps 24 --bc-epochs 10 --lr-actor 3e-3
-   --bc-minibatch 64 --no-eval-after --traj-every 0)
+B=(train --algo bc --dataset ll "${G[@]}" --iterations 6 --rollout-steps 24 --offline-epochs 10 --lr-actor 3e-3
+   --offline-minibatch 64 --no-eval-after --traj-every 0)
 mpi 2 "$BIN" "${B[@]}" --run-dir bc > bc.log
 mpi 2 "$BIN" "${B[@]}" --run-dir bc_again > bc_again.log
 cmp bc/metrics.csv bc_again/metrics.csv || fail "two bc runs on the same dataset differ"
@@ -34,6 +34,22 @@ mpi 2 "$BIN" eval --model bc --eval-episodes 1 --envs-per-rank 1 --baselines lea
 grep -q "^bc" evm/eval.csv || fail "eval.csv names no bc row: $(cat evm/eval.csv)"
 pass "a bc run exports and evaluates"
 
+# Warm starts: MAPPO from the cloned actor; awr on the same dataset, then MAPPO from its actor
+# and critic.
+mpi 2 "$BIN" train --algo mappo "${G[@]}" --iterations 2 --rollout-steps 24 --init-from bc \
+  --no-eval-after --traj-every 0 --run-dir warm > warm.log
+grep -q "starting from the parameters of bc" warm.log || fail "no warm start: $(cat warm.log)"
+mpi 2 "$BIN" train --algo awr --dataset ll "${G[@]}" --iterations 2 --rollout-steps 24 \
+  --offline-minibatch 64 --no-eval-after --traj-every 0 --run-dir awr > awr.log
+grep -q "awr_loss,awr_accuracy,value_loss,mean_weight" awr/metrics.csv || fail "awr metrics: $(head -1 awr/metrics.csv)"
+mpi 2 "$BIN" train --algo ippo "${G[@]}" --iterations 1 --rollout-steps 24 --init-from awr \
+  --no-eval-after --traj-every 0 --run-dir warm_awr > warm_awr.log 2>&1 && fail "ippo started from mappo's centralized critic"
+grep -q "different layout" warm_awr.log || fail "ippo from a mappo-layout model: $(cat warm_awr.log)"
+expect_error "--init-from at another rank count" 2 "holds the models of 2 ranks" -- \
+  "$BIN" train --algo mappo --env geodc --episode-slots 24 --envs-per-rank 2 --agents-per-rank 4 \
+  --quiet --init-from bc --run-dir bad7
+pass "warm starts from bc and awr runs"
+
 # Bad datasets: one message, exit 2.
 mpi 2 "$BIN" collect --heuristic least-loaded --episodes 1 --env aset --agents-per-rank 2 \
   --envs-per-rank 1 --quiet --run-dir aset > aset.log
@@ -47,7 +63,7 @@ expect_error "bc on a dataset of another agent count" 2 "holds 4 agents; this ru
   mpi 2 "$BIN" train --algo bc --dataset ll --env geodc --replicate-sites --agents-per-rank 4 \
   --quiet --run-dir bad3
 expect_error "bc with fewer transitions than a minibatch" 2 "fewer than one minibatch" -- \
-  mpi 2 "$BIN" train --algo bc --dataset ll "${G[@]}" --bc-minibatch 100000 --run-dir bad4
+  mpi 2 "$BIN" train --algo bc --dataset ll "${G[@]}" --offline-minibatch 100000 --run-dir bad4
 cp ll/trajectories/segment-000.h5 cut.h5
 truncate -s $(( $(stat -c %s cut.h5) * 6 / 10 )) cut.h5
 expect_error "bc on a truncated file" 2 "cut.h5" -- \

@@ -1,0 +1,212 @@
+/// \file mappo_offline.cpp
+/// MAPPO's actor and critic trained from a dataset (the offline learners, agents/offline):
+/// behaviour cloning (Mappo::clone) and advantage-weighted regression (Mappo::awr).
+
+#include "agents/mappo/mappo_impl.hpp"
+#include "io/dataset.hpp"
+
+namespace marlsched {
+
+void Mappo::Impl::prepare_offline(const LocalDataset& data, bool with_critic, int minibatch) {
+  MARLSCHED_CHECK(data.num_agents == n && data.first_agent == first && data.local_agents == k &&
+                      data.obs_dim == d,
+                  "the dataset was read for another layout");
+  const std::int64_t rows = data.transitions();
+  MARLSCHED_REQUIRE_INPUT(rows >= minibatch, "the dataset holds "
+                                                 << rows
+                                                 << " transitions per rank, fewer than one "
+                                                    "minibatch ("
+                                                 << minibatch << ")");
+  if (off_rows == 0) {
+    std::vector<float> x(static_cast<std::size_t>(rows * ain)), c(static_cast<std::size_t>(cin));
+    std::vector<std::int64_t> a(static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < data.rows; ++r)
+      for (int kk = 0; kk < k; ++kk) {
+        const std::int64_t i = r * k + kk;
+        build_inputs(data.global(r), kk, x.data() + i * ain, c.data());
+        a[static_cast<std::size_t>(i)] = data.actions[static_cast<std::size_t>(i)];
+      }
+    off_X = torch::from_blob(x.data(), {rows, ain}, torch::kFloat32).clone().to(dev);
+    off_A = torch::from_blob(a.data(), {rows}, torch::kInt64).clone().to(dev);
+    off_AG = local_agent_index(static_cast<int>(rows));
+    off_rows = rows;
+  }
+  if (with_critic && off_C.numel() == 0) {
+    std::vector<float> xa(static_cast<std::size_t>(ain));
+    std::vector<float> c(static_cast<std::size_t>(rows * cin)), c2(c.size());
+    for (std::int64_t r = 0; r < data.rows; ++r)
+      for (int kk = 0; kk < k; ++kk) {
+        const std::int64_t i = r * k + kk;
+        build_inputs(data.global(r), kk, xa.data(), c.data() + i * cin);
+        build_inputs(data.global(r, true), kk, xa.data(), c2.data() + i * cin);
+      }
+    off_C = torch::from_blob(c.data(), {rows, cin}, torch::kFloat32).clone().to(dev);
+    off_C2 = torch::from_blob(c2.data(), {rows, cin}, torch::kFloat32).clone().to(dev);
+  }
+}
+
+int Mappo::Impl::offline_actor_epoch(int minibatch, const torch::Tensor& weights, double* s,
+                                     UpdateStats& st) {
+  auto& m = *this;
+  const auto actor_params = params_of(m.actors);
+  const int batches = static_cast<int>(m.off_rows / minibatch);
+  std::vector<std::int64_t> perm;
+  shuffle_units(static_cast<int>(m.off_rows), 1, m.shuffle_rng, perm);
+  for (int b = 0; b < batches; ++b) {
+    const double t0 = now();
+    auto idx = torch::from_blob(perm.data() + static_cast<std::ptrdiff_t>(b) * minibatch,
+                                {minibatch}, torch::kInt64)
+                   .to(m.dev);
+    auto logp = torch::log_softmax(
+        m.logits(m.off_X.index_select(0, idx), m.off_AG.index_select(0, idx)), 1);
+    auto act = m.off_A.index_select(0, idx);
+    auto nll = -logp.gather(1, act.unsqueeze(1)).squeeze(1);
+    auto loss = weights.defined() ? (weights.index_select(0, idx) * nll).mean() : nll.mean();
+    m.actor_grads.zero();
+    if (m.cfg.share_actor)
+      m.actor_grads.backward(loss, m.comm);
+    else
+      loss.backward();
+    const double t1 = now();
+    if (m.cfg.share_actor) m.actor_grads.start(m.comm);
+    m.actor_grads.finish();
+    const double t2 = now();
+    s[2] += nn::clip_grad_norm(actor_params, m.cfg.max_grad_norm);
+    nn::adam_step(*m.actor_opt);
+    torch::NoGradGuard g;
+    s[0] += loss.item<double>();
+    s[1] += logp.argmax(1).eq(act).to(torch::kFloat32).mean().item<double>();
+    st.time_forward_backward += (t1 - t0) + (now() - t2);
+    st.time_allreduce += t2 - t1;
+  }
+  return batches;
+}
+
+UpdateStats Mappo::clone(const LocalDataset& data, int epochs, int minibatch) {
+  auto& m = *impl_;
+  m.prepare_offline(data, false, minibatch);
+  UpdateStats st;
+  double s[3] = {0, 0, 0};  // bc_loss, bc_accuracy, grad_norm_actor
+  int updates = 0;
+  for (int ep = 0; ep < epochs; ++ep) updates += m.offline_actor_epoch(minibatch, {}, s, st);
+  m.comm.allreduce_sum(s, 3);
+  const double div = static_cast<double>(std::max(1, updates)) * m.comm.size();
+  for (double v : s) st.values.push_back(v / div);
+  return st;
+}
+
+UpdateStats Mappo::awr(const LocalDataset& data, const AwrOptions& opt) {
+  auto& m = *impl_;
+  MARLSCHED_REQUIRE(
+      !m.pooled, "awr fits the concat or local critic; --critic pooled is not supported offline");
+  m.prepare_offline(data, true, opt.minibatch);
+  const std::int64_t rows = m.off_rows;
+  const int K = m.k;
+  UpdateStats st;
+  const double t_start = now();
+
+  // Values of every state and next state (denormalised), on the host.
+  auto value_rows = [&](const torch::Tensor& C) {
+    torch::NoGradGuard g;
+    auto v = nn::host(m.critic.ptr()->forward(C).squeeze(1)).contiguous();
+    std::vector<float> out(static_cast<std::size_t>(rows));
+    for (std::int64_t i = 0; i < rows; ++i)
+      out[static_cast<std::size_t>(i)] = m.denorm(v.data_ptr<float>()[i]);
+    return out;
+  };
+  const auto v = value_rows(m.off_C), v2 = value_rows(m.off_C2);
+
+  // λ-returns of the learner's reward (1-β)·own + β·mean over agents, per block and agent,
+  // backwards: at an episode end (or a block's last row) the episode's value is bootstrapped
+  // from the next state unless it terminated.
+  std::vector<float> ret(static_cast<std::size_t>(rows)), adv(ret.size());
+  const double gamma = m.cfg.gamma, lambda = m.cfg.gae_lambda, beta = opt.team_reward;
+  for (std::size_t b = 0; b + 1 < data.block_offsets.size(); ++b)
+    for (int kk = 0; kk < K; ++kk) {
+      double next_ret = 0;
+      for (std::int64_t r = data.block_offsets[b + 1] - 1; r >= data.block_offsets[b]; --r) {
+        const auto i = static_cast<std::size_t>(r * K + kk);
+        const auto ru = static_cast<std::size_t>(r);
+        const double reward = (1.0 - beta) * data.rewards[i] + beta * data.mean_rewards[ru];
+        const bool last = r == data.block_offsets[b + 1] - 1 || data.terminations[ru] != 0 ||
+                          data.truncations[ru] != 0;
+        const double boot = data.terminations[ru] != 0 ? 0.0 : v2[i];
+        const double g =
+            reward + gamma * (last ? boot : (1.0 - lambda) * v2[i] + lambda * next_ret);
+        ret[i] = static_cast<float>(g);
+        adv[i] = static_cast<float>(g - v[i]);
+        next_ret = g;
+      }
+    }
+  // Moments over every rank (identical there): value normalisation and advantage scale.
+  double mom[5] = {static_cast<double>(rows), 0, 0, 0, 0};
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    mom[1] += ret[u];
+    mom[2] += static_cast<double>(ret[u]) * ret[u];
+    mom[3] += adv[u];
+    mom[4] += static_cast<double>(adv[u]) * adv[u];
+  }
+  m.comm.allreduce_sum(mom, 5);
+  if (m.cfg.value_norm) m.vnorm.update(mom[0], mom[1], mom[2]);
+  const double amean = mom[3] / mom[0];
+  const double astd = std::sqrt(std::max(1e-8, mom[4] / mom[0] - amean * amean));
+  // Advantage weights exp(Â / temperature), Â standardised, capped (AWR; Peng et al. 2019).
+  std::vector<float> w(static_cast<std::size_t>(rows)), tgt(w.size());
+  double wsum = 0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    const double a = (adv[u] - amean) / astd;
+    w[u] = static_cast<float>(std::min(opt.max_weight, std::exp(a / opt.temperature)));
+    wsum += w[u];
+    tgt[u] =
+        m.cfg.value_norm ? static_cast<float>((ret[u] - m.vnorm.mean) / m.vnorm.std()) : ret[u];
+  }
+  const auto W = torch::from_blob(w.data(), {rows}, torch::kFloat32).clone().to(m.dev);
+  const auto TGT = torch::from_blob(tgt.data(), {rows}, torch::kFloat32).clone().to(m.dev);
+  st.time_forward_backward += now() - t_start;
+
+  // The critic: Huber regression of the (normalised) λ-returns, the same steps as MAPPO's.
+  double c[2] = {0, 0};  // value_loss, grad_norm_critic
+  const auto critic_params = m.critic_params();
+  const int batches = static_cast<int>(rows / opt.minibatch);
+  std::vector<std::int64_t> perm;
+  for (int ep = 0; ep < opt.epochs; ++ep) {
+    shuffle_units(static_cast<int>(rows), 1, m.shuffle_rng, perm);
+    for (int b = 0; b < batches; ++b) {
+      const double t0 = now();
+      auto idx = torch::from_blob(perm.data() + static_cast<std::ptrdiff_t>(b) * opt.minibatch,
+                                  {opt.minibatch}, torch::kInt64)
+                     .to(m.dev);
+      auto pred = m.critic.ptr()->forward(m.off_C.index_select(0, idx)).squeeze(1);
+      auto loss = torch::nn::functional::huber_loss(
+          pred, TGT.index_select(0, idx),
+          torch::nn::functional::HuberLossFuncOptions().delta(m.cfg.huber_delta));
+      m.critic_grads.zero();
+      m.critic_grads.backward(loss, m.comm);
+      const double t1 = now();
+      m.critic_grads.start(m.comm);
+      m.critic_grads.finish();
+      const double t2 = now();
+      c[1] += nn::clip_grad_norm(critic_params, m.cfg.max_grad_norm);
+      nn::adam_step(*m.critic_opt);
+      c[0] += loss.item<double>();
+      st.time_forward_backward += (t1 - t0) + (now() - t2);
+      st.time_allreduce += t2 - t1;
+    }
+  }
+  m.critic_trained = true;
+  // The actor: advantage-weighted cross-entropy of the logged actions.
+  double s[3] = {0, 0, 0};  // awr_loss, accuracy, grad_norm_actor
+  int updates = 0;
+  for (int ep = 0; ep < opt.epochs; ++ep) updates += m.offline_actor_epoch(opt.minibatch, W, s, st);
+  double all[6] = {s[0], s[1], s[2], c[0], c[1], wsum / static_cast<double>(rows)};
+  m.comm.allreduce_sum(all, 6);
+  const double div = static_cast<double>(std::max(1, updates)) * m.comm.size();
+  // awr_loss, accuracy, value_loss, mean_weight, grad_norm_actor, grad_norm_critic
+  st.values = {all[0] / div,           all[1] / div, all[3] / div,
+               all[5] / m.comm.size(), all[2] / div, all[4] / div};
+  return st;
+}
+
+}  // namespace marlsched

@@ -1,0 +1,106 @@
+#include "agents/offline/offline.hpp"
+
+#include <limits>
+
+#include "core/error.hpp"
+
+namespace marlsched {
+
+void OfflineConfig::bind(OptionBinder& b) {
+  b.group("Agent: offline learning (bc, awr; the networks' options are MAPPO's)");
+  b.add("dataset", dataset,
+        "trajectory files or run directories to learn from (marlsched collect, a training run, "
+        "a converted log), concatenated");
+  b.add("offline-epochs", epochs, "passes over the dataset per iteration");
+  b.add("offline-minibatch", minibatch, "transitions per gradient step, per rank");
+  b.add("awr-temperature", temperature,
+        "awr: actor weights exp(standardised advantage / temperature)");
+  b.add("awr-max-weight", max_weight, "awr: the largest actor weight");
+}
+
+void OfflineConfig::validate() const {
+  MARLSCHED_REQUIRE(!dataset.empty(),
+                    "offline learning needs a dataset: give --dataset "
+                    "FILE_OR_RUN_DIR");
+  MARLSCHED_REQUIRE(epochs >= 1, "--offline-epochs must be at least 1, got " << epochs);
+  MARLSCHED_REQUIRE(minibatch >= 1, "--offline-minibatch must be at least 1, got " << minibatch);
+  MARLSCHED_REQUIRE(temperature > 0, "--awr-temperature must be positive, got " << temperature);
+  MARLSCHED_REQUIRE(max_weight >= 1, "--awr-max-weight must be at least 1, got " << max_weight);
+}
+
+void check_offline_dataset(const OfflineConfig& cfg, const EnvSpec& spec, int num_agents, int rank,
+                           int ranks) {
+  std::int64_t world_steps = 0;
+  for (const auto& f : dataset_files(cfg.dataset)) {
+    const auto info = inspect_dataset(f, spec, num_agents, rank, ranks);
+    world_steps += info.rows * info.worlds;
+  }
+  const std::int64_t per_rank = world_steps * (num_agents / ranks);
+  MARLSCHED_REQUIRE_INPUT(per_rank >= cfg.minibatch, "the dataset holds "
+                                                         << per_rank
+                                                         << " transitions per rank, fewer than one "
+                                                            "minibatch (--offline-minibatch "
+                                                         << cfg.minibatch << ")");
+}
+
+OfflineLearner::OfflineLearner(OfflineMethod method, const OfflineConfig& cfg,
+                               const MappoConfig& nets, const EnvSpec& spec, const dist::Comm& comm,
+                               int num_agents, int first_agent, int local_agents, int copies,
+                               std::uint64_t seed)
+    : method_(method),
+      cfg_(cfg),
+      team_reward_(nets.team_reward),
+      spec_(spec),
+      comm_(comm),
+      first_(first_agent),
+      k_(local_agents),
+      mappo_(std::make_unique<Mappo>(nets, spec, comm, num_agents, first_agent, local_agents,
+                                     copies, seed)),
+      values_(static_cast<std::size_t>(copies * local_agents),
+              std::numeric_limits<float>::quiet_NaN()) {
+  cfg_.validate();
+  MARLSCHED_REQUIRE(method_ != OfflineMethod::kAwr || nets.critic_kind() != CriticKind::kPooled,
+                    "awr fits the concat critic; --critic pooled is not supported offline");
+  mappo_->set_training(false);
+}
+
+void OfflineLearner::act(const PolicyInput& in, std::vector<int>& actions) {
+  mappo_->act(in, actions);
+}
+
+UpdateStats OfflineLearner::update(const PolicyInput&) {
+  if (!data_)
+    data_ = std::make_unique<LocalDataset>(
+        read_dataset(comm_, dataset_files(cfg_.dataset), spec_, first_, k_));
+  if (method_ == OfflineMethod::kClone) return mappo_->clone(*data_, cfg_.epochs, cfg_.minibatch);
+  Mappo::AwrOptions o;
+  o.epochs = cfg_.epochs;
+  o.minibatch = cfg_.minibatch;
+  o.temperature = cfg_.temperature;
+  o.max_weight = cfg_.max_weight;
+  o.team_reward = team_reward_;
+  return mappo_->awr(*data_, o);
+}
+
+const std::vector<StatName>& OfflineLearner::stat_names() const {
+  static const std::vector<StatName> bc = {{"bc_loss", "loss/bc"},
+                                           {"bc_accuracy", "policy/bc_accuracy"},
+                                           {"grad_norm_actor", "grad_norm/actor"}};
+  static const std::vector<StatName> awr = {{"awr_loss", "loss/awr"},
+                                            {"awr_accuracy", "policy/awr_accuracy"},
+                                            {"value_loss", "loss/value"},
+                                            {"mean_weight", "policy/mean_weight"},
+                                            {"grad_norm_actor", "grad_norm/actor"},
+                                            {"grad_norm_critic", "grad_norm/critic"}};
+  return method_ == OfflineMethod::kClone ? bc : awr;
+}
+
+bool OfflineLearner::shared_parameters_identical() const {
+  return mappo_->shared_parameters_identical();
+}
+
+std::uint64_t OfflineLearner::shared_parameter_digest() const {
+  return mappo_->shared_parameter_digest();
+}
+
+}  // namespace marlsched

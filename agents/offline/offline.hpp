@@ -1,0 +1,87 @@
+#pragma once
+/// \file offline.hpp
+/// Learning from a dataset (`--dataset FILES`), offline: behaviour cloning (`--algo bc`) and
+/// advantage-weighted regression (`--algo awr`), both on MAPPO's actor and critic (the same
+/// networks, options and model file as `--algo mappo`, so an offline-trained policy exports,
+/// evaluates and warm-starts MAPPO like a trained one). Each rank reads its own agents' rows of
+/// the dataset collectively (io/dataset.hpp), once, at the first update. Every iteration the
+/// policy also acts in the env (sampling, from the episode's draws), so metrics.csv and
+/// TensorBoard show its online utility as it learns; those rollouts are not trained on.
+///
+/// Why AWR for the offline RL method: it only ever scores actions that the data holds (no
+/// out-of-distribution action values to overestimate, which is what CQL's penalty fights), its
+/// policy step is IQL's, and it trains exactly the actor and critic that MAPPO fine-tunes, so a
+/// warm start gets both.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agents/mappo/mappo.hpp"
+#include "core/learner.hpp"
+#include "core/options.hpp"
+#include "io/dataset.hpp"
+
+namespace marlsched {
+
+struct OfflineConfig {
+  /// Trajectory files (`marlsched collect`, `marlsched train`, a converted log) or run
+  /// directories (their segments), concatenated.
+  std::vector<std::string> dataset;
+  int epochs = 1;            ///< passes over this rank's transitions per iteration
+  int minibatch = 512;       ///< transitions per gradient step (per rank)
+  double temperature = 1.0;  ///< awr: weights exp(standardised advantage / temperature)
+  double max_weight = 20.0;  ///< awr: cap of the weights
+
+  void bind(OptionBinder& b);
+  void validate() const;
+};
+
+enum class OfflineMethod { kClone, kAwr };
+
+class OfflineLearner final : public Learner {
+ public:
+  OfflineLearner(OfflineMethod method, const OfflineConfig& cfg, const MappoConfig& nets,
+                 const EnvSpec& spec, const dist::Comm& comm, int num_agents, int first_agent,
+                 int local_agents, int copies, std::uint64_t seed);
+
+  std::string name() const override { return method_ == OfflineMethod::kClone ? "bc" : "awr"; }
+  void act(const PolicyInput& in, std::vector<int>& actions) override;
+  /// The policy always acts as in evaluation (it learns from the dataset only).
+  void set_training(bool) override {}
+  void set_deterministic(bool d) override { mappo_->set_deterministic(d); }
+  const std::vector<float>& last_log_probs() const override { return mappo_->last_log_probs(); }
+  /// NaN: the values are not computed while acting.
+  const std::vector<float>& last_values() const override { return values_; }
+  void record(const StepFeedback&) override {}
+  /// Collective: reads the dataset (the first time), then Mappo::clone or Mappo::awr.
+  UpdateStats update(const PolicyInput& last) override;
+  const std::vector<StatName>& stat_names() const override;
+  /// A MAPPO model file (actor, critic, optimisers, value normaliser, RNGs).
+  void save(const std::string& path) const override { mappo_->save(path); }
+  void load(const std::string& path) override { mappo_->load(path); }
+  void init_from(const std::string& path) override { mappo_->init_from(path); }
+  bool shared_parameters_identical() const override;
+  std::uint64_t shared_parameter_digest() const override;
+
+  const Mappo& mappo() const { return *mappo_; }
+
+ private:
+  OfflineMethod method_;
+  OfflineConfig cfg_;
+  double team_reward_;
+  const EnvSpec& spec_;
+  const dist::Comm& comm_;
+  int first_, k_;
+  std::unique_ptr<Mappo> mappo_;
+  std::unique_ptr<LocalDataset> data_;
+  std::vector<float> values_;
+};
+
+/// Phase-1 checks of `--dataset` for a run of `num_agents` agents over `ranks` ranks (this is
+/// `rank`): every file inspected (io/dataset.hpp, this rank's share of the rows read back), and
+/// enough transitions per rank for one minibatch. Throws InputError.
+void check_offline_dataset(const OfflineConfig& cfg, const EnvSpec& spec, int num_agents, int rank,
+                           int ranks);
+
+}  // namespace marlsched

@@ -1,0 +1,120 @@
+// MAPPO's offline training on a hand-made dataset of the one-step bandit (action 2 pays 1):
+// behaviour cloning copies the logged policy, advantage-weighted regression prefers the paying
+// action over the logged majority, and --init-from takes the actor (and a trained critic) from
+// a model file.
+#include <gtest/gtest.h>
+
+#include "agents/mappo/mappo.hpp"
+#include "bandit.hpp"
+#include "core/error.hpp"
+#include "io/dataset.hpp"
+#include "test_util.hpp"
+
+using namespace marlsched;
+
+namespace {
+
+/// `episodes` episodes of 8 steps of one agent in one world: action a_of(t) logged at a fixed
+/// observation, reward 1 for action 2.
+LocalDataset bandit_dataset(int episodes, int (*a_of)(int)) {
+  LocalDataset d;
+  d.num_agents = 1;
+  d.local_agents = 1;
+  d.obs_dim = 2;
+  d.rows = episodes * 8;
+  for (std::int64_t r = 0; r < d.rows; ++r) {
+    const int a = a_of(static_cast<int>(r));
+    d.observations.insert(d.observations.end(), {0.5f, -0.5f});
+    d.next_observations.insert(d.next_observations.end(), {0.5f, -0.5f});
+    d.actions.push_back(a);
+    d.rewards.push_back(a == 2 ? 1.f : 0.f);
+    d.mean_rewards.push_back(d.rewards.back());
+    d.log_probs.push_back(0.f);
+    d.terminations.push_back(0);
+    d.truncations.push_back(r % 8 == 7 ? 1 : 0);
+  }
+  d.file_offsets = {0, d.rows};
+  d.block_offsets = {0, d.rows};
+  return d;
+}
+
+MappoConfig offline_config() {
+  MappoConfig cfg;
+  cfg.lr_actor = 3e-3;
+  cfg.lr_critic = 3e-3;
+  return cfg;
+}
+
+}  // namespace
+
+TEST(Offline, CloneCopiesTheLoggedPolicy) {
+  auto comm = dist::Comm::world();
+  const auto spec = test::bandit_spec();
+  Mappo m(offline_config(), spec, comm, 1, 0, 1, 1, 5);
+  // The logged policy: action 1 three times in four, action 2 otherwise.
+  const auto data = bandit_dataset(32, [](int r) { return r % 4 == 0 ? 2 : 1; });
+  UpdateStats st;
+  for (int it = 0; it < 20; ++it) st = m.clone(data, 2, 64);
+  std::vector<float> obs = {0.5f, -0.5f};
+  const auto p = m.action_probs(GlobalObs{obs.data(), 1, 2}, 0);
+  EXPECT_NEAR(p[1], 0.75, 0.05);
+  EXPECT_NEAR(p[2], 0.25, 0.05);
+  // bc_loss, bc_accuracy, grad_norm_actor (the bc learner's stat_names): the argmax is the
+  // logged majority.
+  ASSERT_EQ(st.values.size(), 3u);
+  EXPECT_NEAR(st.values[1], 0.75, 1e-6);
+  EXPECT_THROW(m.clone(data, 1, 100000), InputError);  // fewer rows than a minibatch
+}
+
+TEST(Offline, AwrPrefersThePayingActionOverTheLoggedMajority) {
+  auto comm = dist::Comm::world();
+  const auto spec = test::bandit_spec();
+  Mappo m(offline_config(), spec, comm, 1, 0, 1, 1, 6);
+  const auto data = bandit_dataset(32, [](int r) { return r % 4 == 0 ? 2 : 1; });
+  Mappo::AwrOptions o;
+  o.epochs = 2;
+  o.minibatch = 64;
+  o.team_reward = 0.0;
+  UpdateStats st;
+  for (int it = 0; it < 30; ++it) st = m.awr(data, o);
+  std::vector<float> obs = {0.5f, -0.5f};
+  const auto p = m.action_probs(GlobalObs{obs.data(), 1, 2}, 0);
+  EXPECT_GT(p[2], 0.5) << "AWR did not move probability to the paying action";
+  EXPECT_GT(p[2], p[1]);
+  // awr_loss, awr_accuracy, value_loss, mean_weight, grad_norm_actor, grad_norm_critic
+  ASSERT_EQ(st.values.size(), 6u);
+  EXPECT_TRUE(std::isfinite(st.values[2]));
+  EXPECT_GT(st.values[3], 0.0);
+}
+
+TEST(Offline, InitFromTakesTheActorAndOnlyATrainedCritic) {
+  auto comm = dist::Comm::world();
+  const auto spec = test::bandit_spec();
+  const auto dir = test::temp_dir("offline-init");
+  const auto data = bandit_dataset(8, [](int r) { return r % 3; });
+  std::vector<float> obs = {0.5f, -0.5f};
+  const GlobalObs g{obs.data(), 1, 2};
+  Mappo cloned(offline_config(), spec, comm, 1, 0, 1, 1, 7);
+  cloned.clone(data, 1, 16);
+  cloned.save(dir + "/bc.pt");
+  Mappo fitted(offline_config(), spec, comm, 1, 0, 1, 1, 8);
+  Mappo::AwrOptions o;
+  o.minibatch = 16;
+  fitted.awr(data, o);
+  fitted.save(dir + "/awr.pt");
+
+  Mappo a(offline_config(), spec, comm, 1, 0, 1, 1, 9),
+      b(offline_config(), spec, comm, 1, 0, 1, 1, 9);
+  const auto before = a.shared_parameter_digest();
+  a.init_from(dir + "/bc.pt");
+  EXPECT_EQ(a.action_probs(g, 0), cloned.action_probs(g, 0));
+  // bc trains no critic: a keeps its own, so its shared parameters are neither bc's nor its old.
+  EXPECT_NE(a.shared_parameter_digest(), cloned.shared_parameter_digest());
+  EXPECT_NE(a.shared_parameter_digest(), before);
+  b.init_from(dir + "/awr.pt");  // awr trained its critic: every shared parameter is taken
+  EXPECT_EQ(b.shared_parameter_digest(), fitted.shared_parameter_digest());
+  MappoConfig other = offline_config();
+  other.share_actor = false;
+  Mappo c(other, spec, comm, 1, 0, 1, 1, 9);
+  EXPECT_THROW(c.init_from(dir + "/bc.pt"), ConfigError);  // another layout
+}
