@@ -4,7 +4,8 @@
 # seeds), trains `--algo bc` and `--algo awr` on both files with SEEDS seeds each, evaluates each
 # greedily on the held-out episodes (eval seed 1000) beside every heuristic, and compares awr
 # with bc (`marlsched compare --versus "bc (greedy)"`: paired differences over seeds and
-# episodes, 95 % intervals).
+# episodes, 95 % intervals); then the same with both policies sampling instead of greedy
+# (`eval --no-eval-greedy`, the episode's own draws).
 # Usage: bash bench/offline_awr.sh [WORK_DIR]   (env: SEEDS=5 EPISODES=25 ITERATIONS=20
 #        EPOCHS=5 LR=3e-3 MARLSCHED_BIN=build/launch/marlsched)
 set -euo pipefail
@@ -32,7 +33,12 @@ for algo in bc awr; do
     printf '== %s, seed %s: greedy utility %s (%.1f s)\n' "$algo" "$s" \
       "$(grep "^$algo (greedy)" "$WORK/$algo-$s/eval.csv" | cut -d, -f3)" \
       "$(echo "$(date +%s.%N) - $start" | bc)"
+    mpirun -n 2 "$BIN" eval --model "$WORK/$algo-$s" --no-eval-greedy --baselines least-loaded \
+      --no-eval-bound --out "$WORK/$algo-$s/sampling" > "$WORK/$algo-$s.sampling.log"
     runs+=("$WORK/$algo-$s")
   done
 done
+echo "== greedy"
 "$BIN" compare "${runs[@]}" --versus "bc (greedy)" --out "$WORK/compare"
+echo "== sampling"
+"$BIN" compare "${runs[@]/%//sampling}" --versus "bc" --out "$WORK/compare-sampling"
