@@ -347,6 +347,58 @@ void save_checkpoint(const dist::Comm& comm, const RunConfig& run, const std::st
                    });
 }
 
+/// Where a run starts: a resumed run's state and learner from its checkpoint (and the
+/// trajectory rows it keeps, into `traj_from`), a warm start's parameters (--init-from), or
+/// iteration 0.
+TrainerState start_state(const RunConfig& run, const dist::Comm& comm,
+                         const std::string& resume_from, int copies, Learner& agent,
+                         TrajectoryRecorder::Resume& traj_from) {
+  TrainerState state{0, 0, std::vector<double>(static_cast<std::size_t>(copies), 0.0), {}};
+  if (!resume_from.empty()) {
+    state = TrainerState::load(resume_from + "/" + ckpt_state_file(comm.rank()), copies);
+    agent.load(resume_from + "/" + ckpt_model_file(comm.rank()));
+    const Manifest m = read_manifest(resume_from + "/MANIFEST");
+    traj_from = {m.traj_segment, m.traj_rows};
+  } else if (!run.init_from.empty()) {
+    agent.init_from(init_model_path(run.init_from, comm.rank()));
+    if (comm.is_root())
+      std::cout << "starting from the parameters of " << run.init_from << std::endl;
+  }
+  return state;
+}
+
+/// What the trajectory file records of the run (its root attributes).
+TrajMeta traj_meta(const RunConfig& run, const LearnerRecipe& learner, const std::string& config,
+                   const World& world, int first_iteration) {
+  TrajMeta m;
+  m.spec = world.spec();
+  m.algo = run.algo;
+  m.config_toml = config;
+  m.behaviour_policy = learner.behaviour.empty() ? run.algo : learner.behaviour;
+  m.behaviour_epsilon = learner.behaviour_epsilon;
+  m.seed = run.seed;
+  m.agents_per_rank = world.local_agents();
+  m.worlds = world.copies();
+  m.rollout_steps = learner.rollout_steps;
+  m.first_iteration = first_iteration;
+  return m;
+}
+
+/// Rank 0's first lines: what runs where (a training, or a collection's behaviour policy).
+void print_start(const RunConfig& run, const LearnerRecipe& learner, const Learner& agent,
+                 const World& world, const std::string& resume_from, int first) {
+  if (!resume_from.empty())
+    std::cout << "resuming from " << resume_from << " at iteration " << first << std::endl;
+  const bool collect = !learner.behaviour.empty();
+  const int ranks = world.comm().size();
+  std::cout << "marlsched " << (collect ? "collect" : "train") << ": env " << world.spec().name
+            << ", " << (collect ? "behaviour policy " + agent.name() : "algo " + run.algo) << ", "
+            << world.num_agents() << " agents on " << ranks << (ranks == 1 ? " rank (" : " ranks (")
+            << world.local_agents() << " per rank), " << world.copies() << " env copies per rank, "
+            << learner.rollout_steps << " steps per rollout, " << run.iterations
+            << " iterations, run dir " << run.run_dir << std::endl;
+}
+
 }  // namespace
 
 TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const EnvFactory& factory,
@@ -367,45 +419,15 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
   world.set_common_episodes(agent->common_episodes());
   check_env(run, spec);
   const bool resuming = !resume_from.empty();
-  TrainerState state{0, 0, std::vector<double>(static_cast<std::size_t>(e), 0.0), {}};
   TrajectoryRecorder::Resume traj_from;
-  if (resuming) {
-    state = TrainerState::load(resume_from + "/" + ckpt_state_file(comm.rank()), e);
-    agent->load(resume_from + "/" + ckpt_model_file(comm.rank()));
-    const Manifest m = read_manifest(resume_from + "/MANIFEST");
-    traj_from = {m.traj_segment, m.traj_rows};
-  } else if (!run.init_from.empty()) {
-    agent->init_from(init_model_path(run.init_from, comm.rank()));
-    if (root) std::cout << "starting from the parameters of " << run.init_from << std::endl;
-  }
+  TrainerState state = start_state(run, comm, resume_from, e, *agent, traj_from);
   const int first = state.iteration + 1;
-  TrajMeta meta{spec,
-                run.algo,
-                resolved_config,
-                learner.behaviour.empty() ? run.algo : learner.behaviour,
-                learner.behaviour_epsilon,
-                run.seed,
-                k,
-                e,
-                T,
-                0,
-                first};
-  TrajectoryRecorder traj(comm, world, run.traj, run.run_dir, meta, run.iterations, run.threads,
-                          traj_from);
+  TrajectoryRecorder traj(comm, world, run.traj, run.run_dir,
+                          traj_meta(run, learner, resolved_config, world, first), run.iterations,
+                          run.threads, traj_from);
   MetricsSink sink(root, run.run_dir, spec, agent->stat_names(), run.iterations, run.tensorboard,
                    run.quiet, first, state.agent_steps, resuming);
-  if (root) {
-    if (resuming)
-      std::cout << "resuming from " << resume_from << " at iteration " << first << std::endl;
-    std::cout << "marlsched " << (learner.behaviour.empty() ? "train" : "collect") << ": env "
-              << spec.name << ", "
-              << (learner.behaviour.empty() ? "algo " + run.algo
-                                            : "behaviour policy " + agent->name())
-              << ", " << n << " agents on " << comm.size()
-              << (comm.size() == 1 ? " rank (" : " ranks (") << k << " per rank), " << e
-              << " env copies per rank, " << T << " steps per rollout, " << run.iterations
-              << " iterations, run dir " << run.run_dir << std::endl;
-  }
+  if (root) print_start(run, learner, *agent, world, resume_from, first);
   if (state.world.empty())
     world.reset();
   else
