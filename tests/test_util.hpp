@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "core/policy.hpp"
 #include "core/error.hpp"
+#include "core/policy.hpp"
+#include "dist/comm.hpp"
 
 namespace marlsched::test {
 
@@ -36,6 +37,18 @@ inline std::string temp_dir(const std::string& name) {
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p.string();
+}
+
+/// A fresh temporary directory (temp_dir) that rank 0 names and creates, shared with every rank
+/// of `comm`.
+inline std::string shared_temp_dir(const dist::Comm& comm, const std::string& name) {
+  std::string dir;
+  if (comm.is_root()) dir = temp_dir(name);
+  int len = static_cast<int>(dir.size());
+  comm.bcast(&len, 1);
+  dir.resize(static_cast<std::size_t>(len));
+  comm.bcast(dir.data(), len);
+  return dir;
 }
 
 /// The policy input of one env copy at `episode_step` whose global observation is `obs`:

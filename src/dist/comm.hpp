@@ -31,6 +31,10 @@ void throw_mpi_error(int code, const char* call, const char* file, int line);
 template <class T>
 MPI_Datatype mpi_type();
 template <>
+inline MPI_Datatype mpi_type<char>() {
+  return MPI_CHAR;
+}
+template <>
 inline MPI_Datatype mpi_type<float>() {
   return MPI_FLOAT;
 }

@@ -21,12 +21,7 @@ constexpr int kN = 4, kW = 2, kRows = 48;
 
 /// Rank 0 writes a bandit dataset of kN agents alone; every rank gets its path.
 std::string write_dataset(const dist::Comm& comm) {
-  std::string dir;
-  if (comm.is_root()) dir = test::temp_dir("offline-mpi");
-  int len = static_cast<int>(dir.size());
-  comm.bcast(&len, 1);
-  dir.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(dir.data(), len, MPI_CHAR, 0, comm.raw());
+  const std::string dir = test::shared_temp_dir(comm, "offline-mpi");
   const std::string path = dir + "/data.h5";
   if (comm.is_root()) {
     dist::Comm self(MPI_COMM_SELF, false);

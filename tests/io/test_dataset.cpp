@@ -81,22 +81,12 @@ void expect_input_error(const std::function<void()>& f, const std::string& part)
   EXPECT_NE(msg.find(part), std::string::npos) << msg;
 }
 
-std::string shared_dir(const dist::Comm& comm, const std::string& name) {
-  std::string dir;
-  if (comm.is_root()) dir = test::temp_dir(name);
-  int len = static_cast<int>(dir.size());
-  comm.bcast(&len, 1);
-  dir.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(dir.data(), len, MPI_CHAR, 0, comm.raw());
-  return dir;
-}
-
 }  // namespace
 
 TEST(Dataset, EveryRankReadsExactlyItsAgentsRows) {
   auto comm = dist::Comm::world();
   if (kN % comm.size() != 0) GTEST_SKIP() << kN << " agents do not split over " << comm.size();
-  const auto dir = shared_dir(comm, "dataset");
+  const auto dir = test::shared_temp_dir(comm, "dataset");
   const std::string path = dir + "/data.h5";
   write_file(comm, path);
   const int K = kN / comm.size(), first = K * comm.rank();
@@ -140,7 +130,7 @@ TEST(Dataset, EveryRankReadsExactlyItsAgentsRows) {
 
 TEST(Dataset, RefusesFilesItCannotLearnFrom) {
   auto comm = dist::Comm::world();
-  const auto dir = shared_dir(comm, "dataset-bad");
+  const auto dir = test::shared_temp_dir(comm, "dataset-bad");
   const std::string path = dir + "/data.h5";
   write_file(comm, path);
   EnvSpec other = spec();

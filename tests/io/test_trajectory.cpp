@@ -83,23 +83,13 @@ std::vector<T> read_all(hid_t file, const std::string& path, std::vector<hsize_t
   return v;
 }
 
-std::string shared_dir(const dist::Comm& comm, const std::string& name) {
-  std::string dir;
-  if (comm.is_root()) dir = test::temp_dir(name);
-  int len = static_cast<int>(dir.size());
-  comm.bcast(&len, 1);
-  dir.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(dir.data(), len, MPI_CHAR, 0, comm.raw());
-  return dir;
-}
-
 }  // namespace
 
 /// Every rank writes its block with `writer` and `compression`; rank 0 reads the whole file back.
 static void write_and_read_back(const std::string& writer, const std::string& compression) {
   SCOPED_TRACE("--traj-writer " + writer + " --traj-compression " + compression);
   auto comm = dist::Comm::world();
-  const auto dir = shared_dir(comm, "traj-" + writer + "-" + compression);
+  const auto dir = test::shared_temp_dir(comm, "traj-" + writer + "-" + compression);
   const int n = kK * comm.size(), first = kK * comm.rank();
   const int rows = 11;  // flushes after rows 3, 4 and 11: uneven, and not chunk aligned
   {
@@ -212,7 +202,7 @@ TEST(Trajectory, AnUnclosedWriterWithAThreadLeavesItsLastFlushOnDisk) {
   // An error unwinding past a writer whose thread is idle: the thread stops, the file keeps
   // what its last completed flush wrote (the collective close is skipped).
   auto comm = dist::Comm::world();
-  const auto dir = shared_dir(comm, "traj-unclosed");
+  const auto dir = test::shared_temp_dir(comm, "traj-unclosed");
   const auto path = traj_segment_path(dir, 0);
   {
     TrajConfig cfg;
@@ -235,7 +225,7 @@ TEST(Trajectory, AnUnclosedWriterWithAThreadLeavesItsLastFlushOnDisk) {
 
 TEST(Trajectory, OptionalFieldsAndCompressionChoices) {
   auto comm = dist::Comm::world();
-  const auto dir = shared_dir(comm, "traj-fields");
+  const auto dir = test::shared_temp_dir(comm, "traj-fields");
   for (const std::string comp : {"none", "szip"}) {
     TrajConfig cfg;
     cfg.compression = comp;

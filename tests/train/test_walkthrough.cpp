@@ -22,6 +22,7 @@
 #include "core/serialize.hpp"
 #include "envs/baselines.hpp"
 #include "envs/registry.hpp"
+#include "test_util.hpp"
 #include "train/evaluate.hpp"
 #include "train/trainer.hpp"
 
@@ -305,16 +306,7 @@ struct FlagNames final : OptionBinder {
 
 // A run directory for a test's training, named by rank 0 and shared with every rank.
 std::string run_dir(const dist::Comm& comm, const std::string& what) {
-  std::string dir;
-  if (comm.is_root())
-    dir = (std::filesystem::temp_directory_path() /
-           ("marlsched-walkthrough-" + what + "-" + std::to_string(::getpid())))
-              .string();
-  int len = static_cast<int>(dir.size());
-  comm.bcast(&len, 1);
-  dir.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(dir.data(), len, MPI_CHAR, 0, comm.raw());
-  return dir;
+  return test::shared_temp_dir(comm, "walkthrough-" + what);
 }
 
 }  // namespace
