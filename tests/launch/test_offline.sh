@@ -22,6 +22,9 @@ assert acc[-1] > 0.8, acc  # least-loaded is a function of what the actor sees
 print("ok", acc[0], acc[-1])
 PYEOF
 pass "bc learns the dataset's actions, deterministically"
+mpi 2 "$BIN" "${B[@]}" --no-share-actor --run-dir bc_per_agent > bc_per_agent.log 2>&1 \
+  || fail "bc with one actor per agent: $(cat bc_per_agent.log)"
+pass "bc with one actor per agent"
 
 kill_resume_matches "bc" 1:5 "${B[@]}" --checkpoint-every 2
 pass "a killed bc run resumes exactly"
