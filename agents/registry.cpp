@@ -136,6 +136,19 @@ void LearnerConfigs::check_inputs(const std::string& algo, const EnvSpec& spec, 
   if (e.check_inputs) e.check_inputs(*this, spec, num_agents, rank, ranks);
 }
 
+void LearnerConfigs::check_init(const std::string& algo, const EnvSpec& spec, int num_agents,
+                                int local_agents, const std::string& model) const {
+  const auto& e = entry(algo);
+  std::string can;
+  for (const auto& row : table())
+    if (row.check_init) can += (can.empty() ? "" : ", ") + row.name;
+  MARLSCHED_REQUIRE(e.check_init, "--init-from: " << algo
+                                                  << " cannot start from a trained model (these "
+                                                     "can: "
+                                                  << can << ")");
+  e.check_init(*this, spec, num_agents, local_agents, model);
+}
+
 int LearnerConfigs::rollout_steps(const std::string& algo, const EnvSpec& spec) const {
   return entry(algo).rollout_steps(*this, spec);
 }

@@ -83,6 +83,10 @@ class LearnerConfigs {
   /// check_inputs), if it has one.
   void check_inputs(const std::string& algo, const EnvSpec& spec, int num_agents, int rank,
                     int ranks) const;
+  /// The named learner's check of a warm start's model file (LearnerEntry::check_init);
+  /// ConfigError when it cannot warm-start at all.
+  void check_init(const std::string& algo, const EnvSpec& spec, int num_agents, int local_agents,
+                  const std::string& model) const;
   /// Environment steps per iteration in an env of this spec, and β of the team reward, of the
   /// named learner.
   int rollout_steps(const std::string& algo, const EnvSpec& spec) const;
@@ -128,6 +132,11 @@ struct LearnerEntry {
   /// `num_agents` agents, on every rank (`rank` of `ranks`) before any collective; throws
   /// InputError with one clear message.
   std::function<void(const LearnerConfigs&, const EnvSpec&, int, int, int)> check_inputs = {};
+  /// Optional: checks, before any collective, that this rank's model file (path) of a run with
+  /// `num_agents` agents, `local_agents` per rank, can warm-start it (--init-from); throws
+  /// ConfigError otherwise. Learners without it cannot warm-start.
+  std::function<void(const LearnerConfigs&, const EnvSpec&, int, int, const std::string&)>
+      check_init = {};
 };
 
 /// Adds a row (before any LearnerConfigs is made or options are bound); ConfigError if the name

@@ -181,7 +181,11 @@ class TrainCommand : public RunCommand {
     cmd_.learners.check_copies(run.algo, run.envs_per_rank);
     cmd_.learners.check_inputs(run.algo, prep_.factory->spec(), run.agents_per_rank * comm.size(),
                                comm.rank(), comm.size());
-    if (resume_dir_.empty() && !run.init_from.empty()) check_init_from(run.init_from, comm);
+    if (resume_dir_.empty() && !run.init_from.empty()) {
+      check_init_from(run.init_from, comm);
+      cmd_.learners.check_init(run.algo, prep_.factory->spec(), run.agents_per_rank * comm.size(),
+                               run.agents_per_rank, init_model_path(run.init_from, comm.rank()));
+    }
     claim_run_dir(run, comm, force_, !resume_dir_.empty(), run_lock_);  // held until the job ends
   }
 

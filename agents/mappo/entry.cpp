@@ -35,6 +35,14 @@ LearnerEntry family(const std::string& name, bool central_critic, const std::str
       [](const std::vector<const Learner*>& ranks, const std::string& path,
          const std::string& metadata, bool with_critic) {
         Mappo::export_torchscript(learners_as<Mappo>(ranks), path, metadata, with_critic);
+      },
+      1,
+      {},
+      [central_critic](const LearnerConfigs& c, const EnvSpec& spec, int n, int k,
+                       const std::string& model) {
+        MappoConfig m = c.get<MappoConfig>();
+        if (!central_critic) m.critic = "local";
+        Mappo::check_model_layout(model, m, spec, n, k);
       }};
 }
 

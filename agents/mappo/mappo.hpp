@@ -167,6 +167,15 @@ class Mappo final : public Learner {
   };
   UpdateStats awr(const LocalDataset& data, const AwrOptions& opt);
 
+  /// What a model file of this config, env and layout records as its layout (the "meta" entry
+  /// that load and init_from check), computed without building the networks.
+  static std::vector<std::int64_t> layout_of(const MappoConfig& cfg, const EnvSpec& spec,
+                                             int num_agents, int local_agents);
+  /// Throws ConfigError, as load would, unless the model file at `path` has the layout of
+  /// `cfg`, `spec` and this many agents (for checks before any collective: --init-from).
+  static void check_model_layout(const std::string& path, const MappoConfig& cfg,
+                                 const EnvSpec& spec, int num_agents, int local_agents);
+
   /// Action probabilities of local agent k for one copy's global observations (for tests).
   std::vector<float> action_probs(const GlobalObs& g, int local_agent) const;
   /// The weight of the imitation loss in the next update (--imitate; 0 without a teacher or

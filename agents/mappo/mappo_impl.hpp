@@ -331,6 +331,7 @@ struct Mappo::Impl : nn::LearnerDims {
     // files of the earlier pooled critic, which recomputed every embedding on every rank and
     // shuffled per rank, are refused rather than resumed with shuffles that differ per rank.
     if (pooled) l.push_back(1);
+    MARLSCHED_CHECK(l == Mappo::layout_of(cfg, spec, n, k), "Mappo::layout_of disagrees");
     return l;
   }
 

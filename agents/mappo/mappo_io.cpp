@@ -4,6 +4,12 @@
 
 namespace marlsched {
 
+namespace {
+constexpr const char* kLayoutMismatch =
+    "was trained with a different layout (agents, agents per rank, observation or action space, "
+    "actor sharing or groups, --actor, or a centralized (mappo) vs decentralized (ippo) critic)";
+}  // namespace
+
 void Mappo::export_torchscript(const std::vector<const Mappo*>& ranks, const std::string& path,
                                const std::string& metadata, bool with_critic) {
   MARLSCHED_CHECK(!ranks.empty(), "no learner to export");
@@ -94,6 +100,41 @@ void Mappo::load(const std::string& path) {
   }
 }
 
+std::vector<std::int64_t> Mappo::layout_of(const MappoConfig& cfg, const EnvSpec& spec,
+                                           int num_agents, int local_agents) {
+  const bool per_target = cfg.actor_kind() == ActorKind::kTargets;
+  const bool pooled = cfg.critic_kind() == CriticKind::kPooled;
+  const bool local = cfg.critic_kind() == CriticKind::kLocal;
+  const int d = spec.obs_dim(), n = num_agents;
+  const int ain = per_target ? nn::target_input_dim(spec) : nn::agent_input_dim(spec, n);
+  const int cin = local ? ain : pooled ? (per_target ? ain : d) : d * n + n;
+  const std::int64_t actors =
+      !cfg.share_actor ? 0
+      : cfg.actor_groups.empty()
+          ? 1
+          : *std::max_element(cfg.actor_groups.begin(), cfg.actor_groups.end()) + 1;
+  std::vector<std::int64_t> l = {n, local_agents, ain, cin, spec.num_actions(), actors};
+  if (per_target || pooled) l.push_back(per_target ? 1 : 0);
+  if (pooled) l.push_back(1);
+  return l;
+}
+
+void Mappo::check_model_layout(const std::string& path, const MappoConfig& cfg, const EnvSpec& spec,
+                               int num_agents, int local_agents) {
+  torch::serialize::InputArchive ar;
+  torch::Tensor meta;
+  try {
+    ar.load_from(path, torch::kCPU);
+    ar.read("meta", meta);
+  } catch (const c10::Error&) {
+    MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
+  }
+  const auto want = layout_of(cfg, spec, num_agents, local_agents);
+  MARLSCHED_REQUIRE(meta.numel() == static_cast<std::int64_t>(want.size()) &&
+                        std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
+                    "model '" << path << "' " << kLayoutMismatch);
+}
+
 void Mappo::init_from(const std::string& path) {
   verify_archive(path, "model");
   try {
@@ -116,13 +157,9 @@ void Mappo::load_impl(const std::string& path, bool parameters_only) {
     MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
   }
   const auto want = m.layout();
-  MARLSCHED_REQUIRE(
-      meta.numel() == static_cast<std::int64_t>(want.size()) &&
-          std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
-      "model '" << path
-                << "' was trained with a different layout (agents, agents per "
-                   "rank, observation or action space, actor sharing or groups, --actor, or a "
-                   "centralized (mappo) vs decentralized (ippo) critic)");
+  MARLSCHED_REQUIRE(meta.numel() == static_cast<std::int64_t>(want.size()) &&
+                        std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
+                    "model '" << path << "' " << kLayoutMismatch);
   for (std::size_t i = 0; i < m.actors.size(); ++i) {
     torch::serialize::InputArchive sub;
     ar.read("actor" + std::to_string(i), sub);

@@ -38,6 +38,9 @@ LearnerEntry offline(const std::string& name, OfflineMethod method,
       1,
       [](const LearnerConfigs& c, const EnvSpec& spec, int n, int rank, int ranks) {
         check_offline_dataset(c.get<OfflineConfig>(), spec, n, rank, ranks);
+      },
+      [](const LearnerConfigs& c, const EnvSpec& spec, int n, int k, const std::string& model) {
+        Mappo::check_model_layout(model, c.get<MappoConfig>(), spec, n, k);
       }};
 }
 

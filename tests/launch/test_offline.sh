@@ -45,9 +45,12 @@ grep -q "starting from the parameters of bc" warm.log || fail "no warm start: $(
 mpi 2 "$BIN" train --algo awr --dataset ll "${G[@]}" --iterations 2 --rollout-steps 24 \
   --offline-minibatch 64 --no-eval-after --traj-every 0 --run-dir awr > awr.log
 grep -q "awr_loss,awr_accuracy,value_loss,mean_weight" awr/metrics.csv || fail "awr metrics: $(head -1 awr/metrics.csv)"
-mpi 2 "$BIN" train --algo ippo "${G[@]}" --iterations 1 --rollout-steps 24 --init-from awr \
-  --no-eval-after --traj-every 0 --run-dir warm_awr > warm_awr.log 2>&1 && fail "ippo started from mappo's centralized critic"
-grep -q "different layout" warm_awr.log || fail "ippo from a mappo-layout model: $(cat warm_awr.log)"
+expect_error "ippo from a model with mappo's centralized critic" 2 "different layout" -- \
+  mpi 2 "$BIN" train --algo ippo "${G[@]}" --iterations 1 --rollout-steps 24 --init-from awr \
+  --no-eval-after --traj-every 0 --run-dir warm_awr
+expect_error "es cannot warm-start" 2 "es cannot start from a trained model" -- \
+  mpi 2 "$BIN" train --algo es "${G[@]}" --iterations 1 --init-from awr --no-eval-after \
+  --traj-every 0 --run-dir warm_es
 expect_error "--init-from at another rank count" 2 "holds the models of 2 ranks" -- \
   "$BIN" train --algo mappo --env geodc --episode-slots 24 --envs-per-rank 2 --agents-per-rank 4 \
   --quiet --init-from bc --run-dir bad7
