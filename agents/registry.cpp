@@ -20,8 +20,7 @@ void require_copy_groups(const std::string& name, int group, int copies) {
 
 void Learner::init_from(const std::string& path) {
   MARLSCHED_THROW(ConfigError, "--init-from '" << path << "': " << name()
-                                               << " cannot start from a trained model (mappo, "
-                                                  "ippo, bc and awr can)");
+                                               << " cannot start from a trained model");
 }
 
 double Learner::stat(const UpdateStats& st, const std::string& column) const {

@@ -29,7 +29,7 @@ namespace marlsched::cli {
 namespace {
 
 /// --init-from: a run or checkpoint directory whose models were written by as many ranks as this
-/// job has, with this rank's model intact (its layout is checked when it loads).
+/// job has, with this rank's model intact (the learner checks its layout: check_init).
 void check_init_from(const std::string& source, const dist::Comm& comm) {
   MARLSCHED_REQUIRE(std::filesystem::is_directory(source),
                     "--init-from '" << source << "' is not a run or checkpoint directory");

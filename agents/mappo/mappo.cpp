@@ -123,29 +123,11 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   std::vector<float> adv, ret;
   compute_rollout_gae(m.buf.sequences(rows, m.k), boot, static_cast<float>(m.cfg.gamma),
                       static_cast<float>(m.cfg.gae_lambda), adv, ret);
-  // Global moments of returns and advantages (identical on all ranks).
-  double mom[5] = {static_cast<double>(M), 0, 0, 0, 0};
-  for (int i = 0; i < M; ++i) {
-    mom[1] += ret[static_cast<std::size_t>(i)];
-    mom[2] +=
-        static_cast<double>(ret[static_cast<std::size_t>(i)]) * ret[static_cast<std::size_t>(i)];
-    mom[3] += adv[static_cast<std::size_t>(i)];
-    mom[4] +=
-        static_cast<double>(adv[static_cast<std::size_t>(i)]) * adv[static_cast<std::size_t>(i)];
-  }
-  m.comm.allreduce_sum(mom, 5);
-  if (m.cfg.value_norm) m.vnorm.update(mom[0], mom[1], mom[2]);
-  const double amean = mom[3] / mom[0];
-  const double astd = std::sqrt(std::max(1e-8, mom[4] / mom[0] - amean * amean));
-  std::vector<float> tgt(static_cast<std::size_t>(M));
-  for (int i = 0; i < M; ++i) {
-    adv[static_cast<std::size_t>(i)] =
-        static_cast<float>((adv[static_cast<std::size_t>(i)] - amean) / (astd + 1e-8));
-    tgt[static_cast<std::size_t>(i)] =
-        m.cfg.value_norm
-            ? static_cast<float>((ret[static_cast<std::size_t>(i)] - m.vnorm.mean) / m.vnorm.std())
-            : ret[static_cast<std::size_t>(i)];
-  }
+  // Global moments of returns and advantages (identical on all ranks): value targets, and the
+  // advantages standardised.
+  std::vector<float> tgt;
+  const auto [amean, astd] = m.value_targets(ret, adv, tgt);
+  for (auto& a : adv) a = static_cast<float>((a - amean) / (astd + 1e-8));
 
   // One copy of the rollout to the device (none on the CPU); minibatches index it there.
   auto X = torch::from_blob(m.buf.x.data(), {M, m.ain}, torch::kFloat32).to(m.dev);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "agents/archive_check.hpp"
 #include "agents/fused.hpp"
@@ -81,6 +82,28 @@ struct Mappo::Impl : nn::LearnerDims {
   std::int64_t off_rows = 0;
   torch::Tensor off_X, off_A, off_AG, off_C, off_C2;
   void prepare_offline(const LocalDataset& data, bool with_critic, int minibatch);
+
+  /// The moments over every rank (a collective) of an update's returns and advantages: updates
+  /// the value normaliser with the returns', fills `tgt` with the value targets (the returns,
+  /// normalised with --value-norm) and returns the advantages' mean and standard deviation.
+  std::pair<double, double> value_targets(const std::vector<float>& ret,
+                                          const std::vector<float>& adv, std::vector<float>& tgt) {
+    double mom[5] = {static_cast<double>(ret.size()), 0, 0, 0, 0};
+    for (std::size_t i = 0; i < ret.size(); ++i) {
+      mom[1] += ret[i];
+      mom[2] += static_cast<double>(ret[i]) * ret[i];
+      mom[3] += adv[i];
+      mom[4] += static_cast<double>(adv[i]) * adv[i];
+    }
+    comm.allreduce_sum(mom, 5);
+    if (cfg.value_norm) vnorm.update(mom[0], mom[1], mom[2]);
+    const double mean = mom[3] / mom[0];
+    const double sd = std::sqrt(std::max(1e-8, mom[4] / mom[0] - mean * mean));
+    tgt.resize(ret.size());
+    for (std::size_t i = 0; i < ret.size(); ++i)
+      tgt[i] = cfg.value_norm ? static_cast<float>((ret[i] - vnorm.mean) / vnorm.std()) : ret[i];
+    return {mean, sd};
+  }
   /// One pass of actor steps over the offline rows minimising −mean(w · log π(a|o)) (w = 1 when
   /// `weights` is undefined); adds loss, argmax accuracy and gradient norm to s[0..2].
   int offline_actor_epoch(int minibatch, const torch::Tensor& weights, double* s, UpdateStats& st);

@@ -5,9 +5,17 @@
 namespace marlsched {
 
 namespace {
-constexpr const char* kLayoutMismatch =
-    "was trained with a different layout (agents, agents per rank, observation or action space, "
-    "actor sharing or groups, --actor, or a centralized (mappo) vs decentralized (ippo) critic)";
+/// Throws ConfigError unless a model file's layout entry `meta` is `want`.
+void require_layout(const torch::Tensor& meta, const std::vector<std::int64_t>& want,
+                    const std::string& path) {
+  MARLSCHED_REQUIRE(meta.numel() == static_cast<std::int64_t>(want.size()) &&
+                        std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
+                    "model '" << path
+                              << "' was trained with a different layout (agents, agents per "
+                                 "rank, observation or action space, actor sharing or groups, "
+                                 "--actor, or a centralized (mappo) vs decentralized (ippo) "
+                                 "critic)");
+}
 }  // namespace
 
 void Mappo::export_torchscript(const std::vector<const Mappo*>& ranks, const std::string& path,
@@ -129,10 +137,7 @@ void Mappo::check_model_layout(const std::string& path, const MappoConfig& cfg, 
   } catch (const c10::Error&) {
     MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
   }
-  const auto want = layout_of(cfg, spec, num_agents, local_agents);
-  MARLSCHED_REQUIRE(meta.numel() == static_cast<std::int64_t>(want.size()) &&
-                        std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
-                    "model '" << path << "' " << kLayoutMismatch);
+  require_layout(meta, layout_of(cfg, spec, num_agents, local_agents), path);
 }
 
 void Mappo::init_from(const std::string& path) {
@@ -156,10 +161,7 @@ void Mappo::load_impl(const std::string& path, bool parameters_only) {
   } catch (const c10::Error& e) {
     MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
   }
-  const auto want = m.layout();
-  MARLSCHED_REQUIRE(meta.numel() == static_cast<std::int64_t>(want.size()) &&
-                        std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
-                    "model '" << path << "' " << kLayoutMismatch);
+  require_layout(meta, m.layout(), path);
   for (std::size_t i = 0; i < m.actors.size(); ++i) {
     torch::serialize::InputArchive sub;
     ar.read("actor" + std::to_string(i), sub);

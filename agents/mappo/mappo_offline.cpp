@@ -17,29 +17,29 @@ void Mappo::Impl::prepare_offline(const LocalDataset& data, bool with_critic, in
                                                  << " transitions per rank, fewer than one "
                                                     "minibatch ("
                                                  << minibatch << ")");
-  if (off_rows == 0) {
-    std::vector<float> x(static_cast<std::size_t>(rows * ain)), c(static_cast<std::size_t>(cin));
-    std::vector<std::int64_t> a(static_cast<std::size_t>(rows));
-    for (std::int64_t r = 0; r < data.rows; ++r)
-      for (int kk = 0; kk < k; ++kk) {
-        const std::int64_t i = r * k + kk;
-        build_inputs(data.global(r), kk, x.data() + i * ain, c.data());
-        a[static_cast<std::size_t>(i)] = data.actions[static_cast<std::size_t>(i)];
-      }
+  // One pass over the rows builds what is still missing: the actor inputs and actions, and
+  // (awr) the critic inputs of each state and next state.
+  const bool need_x = off_rows == 0, need_c = with_critic && off_C.numel() == 0;
+  if (!need_x && !need_c) return;
+  std::vector<float> x(need_x ? static_cast<std::size_t>(rows * ain) : 0);
+  std::vector<float> c(need_c ? static_cast<std::size_t>(rows * cin) : 0), c2(c.size());
+  std::vector<std::int64_t> a(need_x ? static_cast<std::size_t>(rows) : 0);
+  std::vector<float> xa(static_cast<std::size_t>(ain)), xc(static_cast<std::size_t>(cin));
+  for (std::int64_t r = 0; r < data.rows; ++r)
+    for (int kk = 0; kk < k; ++kk) {
+      const std::int64_t i = r * k + kk;
+      build_inputs(data.global(r), kk, need_x ? x.data() + i * ain : xa.data(),
+                   need_c ? c.data() + i * cin : xc.data());
+      if (need_c) build_inputs(data.global(r, true), kk, xa.data(), c2.data() + i * cin);
+      if (need_x) a[static_cast<std::size_t>(i)] = data.actions[static_cast<std::size_t>(i)];
+    }
+  if (need_x) {
     off_X = torch::from_blob(x.data(), {rows, ain}, torch::kFloat32).clone().to(dev);
     off_A = torch::from_blob(a.data(), {rows}, torch::kInt64).clone().to(dev);
     off_AG = local_agent_index(static_cast<int>(rows));
     off_rows = rows;
   }
-  if (with_critic && off_C.numel() == 0) {
-    std::vector<float> xa(static_cast<std::size_t>(ain));
-    std::vector<float> c(static_cast<std::size_t>(rows * cin)), c2(c.size());
-    for (std::int64_t r = 0; r < data.rows; ++r)
-      for (int kk = 0; kk < k; ++kk) {
-        const std::int64_t i = r * k + kk;
-        build_inputs(data.global(r), kk, xa.data(), c.data() + i * cin);
-        build_inputs(data.global(r, true), kk, xa.data(), c2.data() + i * cin);
-      }
+  if (need_c) {
     off_C = torch::from_blob(c.data(), {rows, cin}, torch::kFloat32).clone().to(dev);
     off_C2 = torch::from_blob(c2.data(), {rows, cin}, torch::kFloat32).clone().to(dev);
   }
@@ -138,29 +138,16 @@ UpdateStats Mappo::awr(const LocalDataset& data, const AwrOptions& opt) {
         next_ret = g;
       }
     }
-  // Moments over every rank (identical there): value normalisation and advantage scale.
-  double mom[5] = {static_cast<double>(rows), 0, 0, 0, 0};
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const auto u = static_cast<std::size_t>(i);
-    mom[1] += ret[u];
-    mom[2] += static_cast<double>(ret[u]) * ret[u];
-    mom[3] += adv[u];
-    mom[4] += static_cast<double>(adv[u]) * adv[u];
-  }
-  m.comm.allreduce_sum(mom, 5);
-  if (m.cfg.value_norm) m.vnorm.update(mom[0], mom[1], mom[2]);
-  const double amean = mom[3] / mom[0];
-  const double astd = std::sqrt(std::max(1e-8, mom[4] / mom[0] - amean * amean));
+  // Moments over every rank (identical there): value targets and the advantages' scale.
+  std::vector<float> tgt;
+  const auto [amean, astd] = m.value_targets(ret, adv, tgt);
   // Advantage weights exp(Â / temperature), Â standardised, capped (AWR; Peng et al. 2019).
-  std::vector<float> w(static_cast<std::size_t>(rows)), tgt(w.size());
+  std::vector<float> w(static_cast<std::size_t>(rows));
   double wsum = 0;
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const auto u = static_cast<std::size_t>(i);
+  for (std::size_t u = 0; u < w.size(); ++u) {
     const double a = (adv[u] - amean) / astd;
     w[u] = static_cast<float>(std::min(opt.max_weight, std::exp(a / opt.temperature)));
     wsum += w[u];
-    tgt[u] =
-        m.cfg.value_norm ? static_cast<float>((ret[u] - m.vnorm.mean) / m.vnorm.std()) : ret[u];
   }
   const auto W = torch::from_blob(w.data(), {rows}, torch::kFloat32).clone().to(m.dev);
   const auto TGT = torch::from_blob(tgt.data(), {rows}, torch::kFloat32).clone().to(m.dev);

@@ -82,22 +82,22 @@ UpdateStats BehaviourLearner::update(const PolicyInput&) {
   return st;
 }
 
+std::string BehaviourLearner::file_text() const {
+  return "marlsched-behaviour 1\n" + name() + "\n";
+}
+
 void BehaviourLearner::save(const std::string& path) const {
-  std::ostringstream os;
-  os << "marlsched-behaviour 1\n" << name() << "\n";
-  write_file_atomic(path, os.str());
+  write_file_atomic(path, file_text());
 }
 
 void BehaviourLearner::load(const std::string& path) {
   std::ifstream in(path);
   MARLSCHED_REQUIRE_INPUT(in, "cannot read the behaviour policy file '" << path << "'");
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  std::ostringstream want;
-  want << "marlsched-behaviour 1\n" << name() << "\n";
-  MARLSCHED_REQUIRE_INPUT(text == want.str(), "'" << path
-                                                  << "' was written for another behaviour "
-                                                     "policy than "
-                                                  << name());
+  MARLSCHED_REQUIRE_INPUT(text == file_text(), "'" << path
+                                                   << "' was written for another behaviour "
+                                                      "policy than "
+                                                   << name());
 }
 
 }  // namespace marlsched

@@ -48,6 +48,9 @@ class BehaviourLearner final : public Learner {
   std::uint64_t shared_parameter_digest() const override { return 0; }
 
  private:
+  /// What save writes and load expects: a magic line and the policy's name.
+  std::string file_text() const;
+
   std::unique_ptr<Policy> policy_;
   const Learner* learner_;
   ActionLaw law_;
