@@ -43,13 +43,14 @@ LearnerEntry maddpg();
 LearnerEntry es();
 LearnerEntry bc();
 LearnerEntry awr();
+LearnerEntry cql();
 }  // namespace learners
 
 namespace {
 std::vector<LearnerEntry>& table() {
-  static std::vector<LearnerEntry> t = {learners::mappo(), learners::ippo(),  learners::dqn(),
-                                        learners::tsdqn(), learners::masac(), learners::maddpg(),
-                                        learners::es(),    learners::bc(),    learners::awr()};
+  static std::vector<LearnerEntry> t = {
+      learners::mappo(),  learners::ippo(), learners::dqn(), learners::tsdqn(), learners::masac(),
+      learners::maddpg(), learners::es(),   learners::bc(),  learners::awr(),   learners::cql()};
   return t;
 }
 

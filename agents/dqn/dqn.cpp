@@ -1,18 +1,13 @@
 #include "agents/dqn/dqn.hpp"
-#include "agents/archive_check.hpp"
-#include "core/clock.hpp"
 
-#include <cmath>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
-#include "agents/nn.hpp"
+#include "agents/archive_check.hpp"
+#include "agents/dqn/dqn_impl.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
-#include "core/rng.hpp"
-#include "dist/grad.hpp"
-#include "rollout/replay.hpp"
 
 namespace marlsched {
 
@@ -62,123 +57,6 @@ void DqnConfig::validate() const {
   MARLSCHED_REQUIRE(team_reward >= 0 && team_reward <= 1, "--dqn-team-reward must be in [0, 1]");
   MARLSCHED_REQUIRE(rollout_steps >= 1, "--dqn-rollout-steps must be >= 1");
 }
-
-namespace {}  // namespace
-
-struct Dqn::Impl : nn::LearnerDims {
-  DqnConfig cfg;
-  EnvSpec spec;
-  const dist::Comm& comm;
-  int in;
-  std::vector<nn::Mlp> online, target;
-  std::vector<std::unique_ptr<torch::optim::Adam>> opt;
-  std::vector<dist::GradBucket> grads;  // per network; averaged over ranks when shared
-  std::vector<rollout::Replay> replay;  // one per network
-  Rng explore_rng, sample_rng;
-  bool training = true, deterministic = false;
-  std::int64_t env_steps = 0, grad_steps = 0;
-  // The last act(): inputs, actions, diagnostics; and transitions waiting for their next state.
-  std::vector<float> last_x, last_logp, last_value;
-  std::vector<std::int64_t> last_act;
-  std::vector<float> pend_x, pend_r;
-  std::vector<std::int64_t> pend_a;
-  std::vector<char> pending;  // [row]
-
-  Impl(const DqnConfig& c, const EnvSpec& sp, const dist::Comm& cm, int num_agents, int first_agent,
-       int local_agents, int copies, std::uint64_t seed)
-      : nn::LearnerDims(sp, cm, c.device, num_agents, first_agent, local_agents, copies),
-        cfg(c),
-        spec(sp),
-        comm(cm),
-        in(nn::agent_input_dim(sp, num_agents)),
-        explore_rng(derive_seed(seed, {0xE95, static_cast<std::uint64_t>(cm.rank())})),
-        sample_rng(derive_seed(seed, {0x5A3, static_cast<std::uint64_t>(cm.rank())})) {
-    const int nets = cfg.share ? 1 : k;
-    torch::manual_seed(derive_seed(seed, {0xD07}) & 0x7FFFFFFFFFFFULL);
-    for (int i = 0; i < nets; ++i) {
-      if (!cfg.share)
-        torch::manual_seed(derive_seed(seed, {0xD070, static_cast<std::uint64_t>(first + i)}) &
-                           0x7FFFFFFFFFFFULL);
-      online.emplace_back(in, cfg.hidden, na, 1.0);
-      target.emplace_back(in, cfg.hidden, na, 1.0);
-      replay.emplace_back();
-      replay.back().init(cfg.buffer, in);
-    }
-    if (cfg.share) dist::broadcast_parameters(online[0]->parameters(), comm);
-    for (int i = 0; i < nets; ++i) {
-      online[static_cast<std::size_t>(i)]->to(dev);
-      target[static_cast<std::size_t>(i)]->to(dev);
-      sync_target(i);
-      opt.push_back(std::make_unique<torch::optim::Adam>(
-          online[static_cast<std::size_t>(i)]->parameters(), torch::optim::AdamOptions(cfg.lr)));
-      grads.emplace_back(online[static_cast<std::size_t>(i)]->parameters());
-    }
-    const auto rows = static_cast<std::size_t>(e * k);
-    pend_x.assign(rows * static_cast<std::size_t>(in), 0.f);
-    pend_r.assign(rows, 0.f);
-    pend_a.assign(rows, 0);
-    pending.assign(rows, 0);
-  }
-
-  int net_of(int row) const { return cfg.share ? 0 : row % k; }
-
-  void sync_target(int i) {
-    torch::NoGradGuard g;
-    auto src = online[static_cast<std::size_t>(i)]->parameters();
-    auto dst = target[static_cast<std::size_t>(i)]->parameters();
-    for (std::size_t j = 0; j < src.size(); ++j) dst[j].copy_(src[j]);
-  }
-
-  double epsilon() const {
-    const double f = std::min(1.0, static_cast<double>(env_steps) / cfg.eps_decay);
-    return cfg.eps_start + (cfg.eps_end - cfg.eps_start) * f;
-  }
-
-  /// Q-values [rows, na] of input rows `x` ([copy][k] order) with the online networks.
-  std::vector<float> q_of(std::vector<float>& x, int rows) const {
-    torch::NoGradGuard g;
-    std::vector<float> out(static_cast<std::size_t>(rows * na));
-    if (cfg.share) {
-      auto q = nn::host(online[0].ptr()->forward(nn::blob(x, rows, in, dev)));
-      std::copy(q.data_ptr<float>(), q.data_ptr<float>() + rows * na, out.begin());
-      return out;
-    }
-    for (int kk = 0; kk < k; ++kk) {
-      std::vector<float> sub;
-      for (int r = kk; r < rows; r += k)
-        sub.insert(sub.end(), x.begin() + static_cast<std::ptrdiff_t>(r) * in,
-                   x.begin() + static_cast<std::ptrdiff_t>(r + 1) * in);
-      const int m = static_cast<int>(sub.size()) / in;
-      if (m == 0) continue;
-      auto q =
-          nn::host(online[static_cast<std::size_t>(kk)].ptr()->forward(nn::blob(sub, m, in, dev)));
-      const float* p = q.data_ptr<float>();
-      for (int j = 0; j < m; ++j)
-        std::copy(p + j * na, p + (j + 1) * na,
-                  out.begin() + static_cast<std::ptrdiff_t>((kk + j * k) * na));
-    }
-    return out;
-  }
-
-  /// Completes the waiting transitions with next-state inputs `x2` ([copy][k] rows).
-  void finish_pending(const std::vector<float>& x2) {
-    for (std::size_t r = 0; r < pending.size(); ++r) {
-      if (!pending[r]) continue;
-      replay[static_cast<std::size_t>(net_of(static_cast<int>(r)))].push(
-          pend_x.data() + r * static_cast<std::size_t>(in), pend_a[r], pend_r[r], false,
-          x2.data() + r * static_cast<std::size_t>(in));
-      pending[r] = 0;
-    }
-  }
-
-  void inputs_of(const std::vector<GlobalObs>& global, std::vector<float>& x) const {
-    x.assign(static_cast<std::size_t>(e * k * in), 0.f);
-    for (int c = 0; c < e; ++c)
-      for (int kk = 0; kk < k; ++kk)
-        nn::agent_input(global[static_cast<std::size_t>(c)], pub, first + kk,
-                        x.data() + static_cast<std::ptrdiff_t>(c * k + kk) * in);
-  }
-};
 
 Dqn::Dqn(const DqnConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
          int first_agent, int local_agents, int copies, std::uint64_t seed)
@@ -273,77 +151,27 @@ void Dqn::record(const StepFeedback& fb) {
 
 UpdateStats Dqn::update(const PolicyInput& last) {
   auto& m = *impl_;
+  MARLSCHED_CHECK(!m.cfg.offline, "an offline DQN learns with offline_update()");
   UpdateStats st;
   std::vector<float> x_last;
   m.inputs_of(last.global, x_last);
   m.finish_pending(x_last);
-  // td_loss, q_mean, grad_norm summed over gradient steps and networks
-  double s[3] = {0, 0, 0};
+  // td_loss, q_mean, grad_norm (and the unused CQL gap) summed over gradient steps and networks
+  double s[4] = {0, 0, 0, 0};
   int steps = 0;
   const int B = m.cfg.batch;
-  std::vector<float> bx(static_cast<std::size_t>(B * m.in)), bx2(bx.size()),
-      br(static_cast<std::size_t>(B)), bt(br.size());
-  std::vector<std::int64_t> ba(static_cast<std::size_t>(B));
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(B));
   const bool ready = m.replay[0].size >= m.cfg.warmup;  // same on every rank (lockstep)
   for (int u = 0; ready && u < m.cfg.updates; ++u) {
     for (std::size_t i = 0; i < m.online.size(); ++i) {
-      const rollout::Replay& rb = m.replay[i];
-      for (int b = 0; b < B; ++b) {
-        const auto j =
-            static_cast<std::size_t>(m.sample_rng.below(static_cast<std::uint64_t>(rb.size)));
-        const auto src = j * static_cast<std::size_t>(m.in);
-        std::copy(
-            rb.obs.begin() + static_cast<std::ptrdiff_t>(src),
-            rb.obs.begin() + static_cast<std::ptrdiff_t>(src + static_cast<std::size_t>(m.in)),
-            bx.begin() + static_cast<std::ptrdiff_t>(b) * m.in);
-        std::copy(
-            rb.next_obs.begin() + static_cast<std::ptrdiff_t>(src),
-            rb.next_obs.begin() + static_cast<std::ptrdiff_t>(src + static_cast<std::size_t>(m.in)),
-            bx2.begin() + static_cast<std::ptrdiff_t>(b) * m.in);
-        ba[static_cast<std::size_t>(b)] = rb.actions[j];
-        br[static_cast<std::size_t>(b)] = rb.rewards[j];
-        bt[static_cast<std::size_t>(b)] = rb.term[j];
-      }
-      const double t0 = now();
-      auto& net = m.online[i];
-      auto X = nn::blob(bx, B, m.in, m.dev), X2 = nn::blob(bx2, B, m.in, m.dev);
-      auto A = torch::from_blob(ba.data(), {B, 1}, torch::kInt64).to(m.dev);
-      auto R = torch::from_blob(br.data(), {B}, torch::kFloat32).to(m.dev);
-      auto T = torch::from_blob(bt.data(), {B}, torch::kFloat32).to(m.dev);
-      torch::Tensor y;
-      {
-        torch::NoGradGuard g;
-        auto q2t = m.target[i]->forward(X2);
-        torch::Tensor next;
-        if (m.cfg.double_dqn)
-          next = q2t.gather(1, net->forward(X2).argmax(1, true)).squeeze(1);
-        else
-          next = std::get<0>(q2t.max(1));
-        y = R + m.cfg.gamma * (1.0f - T) * next;
-      }
-      auto q = net->forward(X).gather(1, A).squeeze(1);
-      auto loss = torch::nn::functional::huber_loss(
-          q, y, torch::nn::functional::HuberLossFuncOptions().delta(m.cfg.huber_delta));
-      m.grads[i].zero();
-      if (m.cfg.share)
-        m.grads[i].backward(loss, m.comm);
-      else
-        loss.backward();
-      const double t1 = now();
-      if (m.cfg.share) m.grads[i].average(m.comm);
-      const double t2 = now();
-      s[2] += torch::nn::utils::clip_grad_norm_(net->parameters(), m.cfg.max_grad_norm);
-      m.opt[i]->step();
-      const double t3 = now();
-      st.time_forward_backward += (t1 - t0) + (t3 - t2);
-      st.time_allreduce += t2 - t1;
-      s[0] += loss.item<double>();
-      s[1] += q.mean().item<double>();
+      for (auto& j : idx)
+        j = static_cast<std::int64_t>(
+            m.sample_rng.below(static_cast<std::uint64_t>(m.replay[i].size)));
+      m.gather(i, idx.data(), B);
+      m.step(i, B, s, st);
     }
-    m.grad_steps += 1;
+    m.count_step();
     ++steps;
-    if (m.grad_steps % m.cfg.target_every == 0)
-      for (std::size_t i = 0; i < m.online.size(); ++i) m.sync_target(static_cast<int>(i));
   }
   m.comm.allreduce_sum(s, 3);
   const double div =
@@ -387,13 +215,15 @@ void Dqn::save(std::ostream& out) const {
     ar.write("target" + id, t);
     m.opt[i]->save(o);
     ar.write("opt" + id, o);
+    // An offline learner's buffer holds its dataset, which it reads again when resumed.
     const rollout::Replay& rb = m.replay[i];
-    const auto rows = static_cast<std::int64_t>(rb.size);
+    const auto rows = m.cfg.offline ? std::int64_t{0} : static_cast<std::int64_t>(rb.size);
     auto part = [&](const std::vector<float>& v, std::int64_t w) {
       return torch::from_blob(const_cast<float*>(v.data()), {rows, w}, torch::kFloat32).clone();
     };
-    ar.write("replay_pos" + id, torch::tensor({static_cast<std::int64_t>(rb.size),
-                                               static_cast<std::int64_t>(rb.head)}));
+    ar.write("replay_pos" + id,
+             torch::tensor(
+                 {rows, m.cfg.offline ? std::int64_t{0} : static_cast<std::int64_t>(rb.head)}));
     ar.write("replay_x" + id, part(rb.obs, m.in));
     ar.write("replay_x2" + id, part(rb.next_obs, m.in));
     ar.write("replay_r" + id, part(rb.rewards, 1));
@@ -472,6 +302,7 @@ void Dqn::load_impl(std::istream& in, const std::string& path) {
     ar.read("replay_a" + id, a);
     for (auto* t : {&pos, &x, &x2, &r, &term, &a}) *t = nn::host(*t);
     rollout::Replay& rb = m.replay[i];
+    if (m.cfg.offline) continue;  // its buffer holds the dataset (save() writes none)
     const auto size = pos[0].item<std::int64_t>(), head = pos[1].item<std::int64_t>();
     MARLSCHED_REQUIRE(size >= 0 && size <= rb.cap && head >= 0 && head < rb.cap &&
                           x.numel() == size * m.in && x2.numel() == size * m.in &&

@@ -30,6 +30,8 @@
 
 namespace marlsched {
 
+struct LocalDataset;
+
 struct DqnConfig {
   double lr = 5e-4;
   double gamma = 0.95;
@@ -46,6 +48,11 @@ struct DqnConfig {
   /// Added to the PolicyInput::draw streams of an evaluation (not an option: tsdqn's two heads
   /// draw from different streams).
   std::uint64_t draw_stream = 0;
+  /// Not options: set by the offline learner `cql` (agents/offline). Offline, the replay
+  /// buffers hold a dataset (use_dataset) and are not saved; cql_alpha > 0 adds discrete
+  /// CQL's penalty to the TD loss.
+  bool offline = false;
+  double cql_alpha = 0.0;
   bool double_dqn = true;
   bool share = true;  ///< one Q-network for all agents (with agent-id input)
   double huber_delta = 1.0;
@@ -87,6 +94,15 @@ class Dqn final : public Learner {
   void load(std::istream& in, const std::string& name);
   bool shared_parameters_identical() const override;
   std::uint64_t shared_parameter_digest() const override;
+
+  /// Offline (cfg.offline): replaces the replay buffers' contents with every transition of
+  /// this rank's agents in `data` (reward (1-β)·own + β·mean over agents; terminations cut
+  /// the target, truncations and cut blocks bootstrap from the next observation).
+  void use_dataset(const LocalDataset& data);
+  /// Offline, collective: `epochs` passes over the buffers in minibatches of `minibatch`
+  /// transitions (shuffled with the learner's seeded RNG). Statistics: td_loss, cql_gap,
+  /// q_mean, grad_norm.
+  UpdateStats offline_update(int epochs, int minibatch);
 
   /// Q-values of local agent k for one world's global observations (for tests).
   std::vector<float> q_values(const GlobalObs& g, int local_agent) const;

@@ -14,7 +14,8 @@ void require_layout(const torch::Tensor& meta, const std::vector<std::int64_t>& 
                               << "' was trained with a different layout (agents, agents per "
                                  "rank, observation or action space, actor sharing or groups, "
                                  "--actor, or a centralized (mappo) vs decentralized (ippo) "
-                                 "critic)");
+                                 "critic), or is not a MAPPO model (mappo, ippo, bc and awr "
+                                 "write those)");
 }
 }  // namespace
 

@@ -1,6 +1,7 @@
 /// \file entry.cpp
-/// The bc and awr rows of the learner table: MAPPO's networks trained from a dataset; the
-/// --mappo options shape the networks, the offline options name the dataset.
+/// The offline rows of the learner table: bc and awr train MAPPO's networks from a dataset (the
+/// --mappo options shape them), cql DQN's (the --dqn options); the offline options name the
+/// dataset.
 
 #include "agents/offline/offline.hpp"
 #include "agents/registry.hpp"
@@ -45,6 +46,40 @@ LearnerEntry offline(const std::string& name, OfflineMethod method,
 }
 
 }  // namespace
+
+LearnerEntry cql() {
+  return {"cql",
+          "offline RL: conservative Q-learning (discrete CQL) of DQN's Q-networks on a dataset "
+          "(--dataset)",
+          {options_of<DqnConfig>(), options_of<OfflineConfig>()},
+          [](const LearnerConfigs& c) {
+            c.get<DqnConfig>().validate();
+            c.get<OfflineConfig>().validate();
+          },
+          [](const LearnerConfigs&, const EnvSpec&) {},
+          [](const LearnerConfigs& c, const EnvSpec&) { return c.get<DqnConfig>().rollout_steps; },
+          [](const LearnerConfigs& c) { return c.get<DqnConfig>().team_reward; },
+          [](const LearnerConfigs& c) { return c.get<DqnConfig>().share; },
+          [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
+             int k, int copies, std::uint64_t seed) {
+            return std::make_unique<CqlLearner>(c.get<OfflineConfig>(), c.with_device<DqnConfig>(),
+                                                spec, comm, n, first, k, copies, seed);
+          },
+          [](const std::vector<const Learner*>& ranks, const std::string& path,
+             const std::string& metadata, bool with_critic) {
+            MARLSCHED_REQUIRE(!with_critic,
+                              "--critic: cql has no critic (its Q-values are exported as the "
+                              "method q(obs, agent))");
+            std::vector<const Dqn*> nets;
+            for (const auto* l : learners_as<CqlLearner>(ranks)) nets.push_back(&l->dqn());
+            Dqn::export_torchscript(nets, path, metadata);
+          },
+          1,
+          [](const LearnerConfigs& c, const EnvSpec& spec, int n, int rank, int ranks) {
+            check_offline_dataset(c.get<OfflineConfig>(), spec, n, rank, ranks,
+                                  !c.get<DqnConfig>().share);
+          }};
+}
 
 LearnerEntry bc() {
   return offline("bc", OfflineMethod::kClone,

@@ -7,7 +7,7 @@
 namespace marlsched {
 
 void OfflineConfig::bind(OptionBinder& b) {
-  b.group("Agent: offline learning (bc, awr; the networks' options are MAPPO's)");
+  b.group("Agent: offline learning (bc, awr: the networks' options are MAPPO's; cql: DQN's)");
   b.add("dataset", dataset,
         "trajectory files or run directories to learn from (marlsched collect, a training run, "
         "a converted log), concatenated");
@@ -16,6 +16,8 @@ void OfflineConfig::bind(OptionBinder& b) {
   b.add("awr-temperature", temperature,
         "awr: actor weights exp(standardised advantage / temperature)");
   b.add("awr-max-weight", max_weight, "awr: the largest actor weight");
+  b.add("cql-alpha", cql_alpha,
+        "cql: weight of the conservative penalty logsumexp Q(s,.) - Q(s, a_data)");
 }
 
 void OfflineConfig::validate() const {
@@ -26,21 +28,23 @@ void OfflineConfig::validate() const {
   MARLSCHED_REQUIRE(minibatch >= 1, "--offline-minibatch must be at least 1, got " << minibatch);
   MARLSCHED_REQUIRE(temperature > 0, "--awr-temperature must be positive, got " << temperature);
   MARLSCHED_REQUIRE(max_weight >= 1, "--awr-max-weight must be at least 1, got " << max_weight);
+  MARLSCHED_REQUIRE(cql_alpha >= 0, "--cql-alpha must not be negative, got " << cql_alpha);
 }
 
 void check_offline_dataset(const OfflineConfig& cfg, const EnvSpec& spec, int num_agents, int rank,
-                           int ranks) {
+                           int ranks, bool per_agent) {
   std::int64_t world_steps = 0;
   for (const auto& f : dataset_files(cfg.dataset)) {
     const auto info = inspect_dataset(f, spec, num_agents, rank, ranks);
     world_steps += info.rows * info.worlds;
   }
-  const std::int64_t per_rank = world_steps * (num_agents / ranks);
-  MARLSCHED_REQUIRE_INPUT(per_rank >= cfg.minibatch, "the dataset holds "
-                                                         << per_rank
-                                                         << " transitions per rank, fewer than one "
-                                                            "minibatch (--offline-minibatch "
-                                                         << cfg.minibatch << ")");
+  const std::int64_t each = world_steps * (per_agent ? 1 : num_agents / ranks);
+  MARLSCHED_REQUIRE_INPUT(each >= cfg.minibatch,
+                          "the dataset holds "
+                              << each
+                              << (per_agent ? " transitions per agent" : " transitions per rank")
+                              << ", fewer than one minibatch (--offline-minibatch " << cfg.minibatch
+                              << ")");
 }
 
 OfflineLearner::OfflineLearner(OfflineMethod method, const OfflineConfig& cfg,
@@ -93,6 +97,46 @@ const std::vector<StatName>& OfflineLearner::stat_names() const {
                                             {"grad_norm_actor", "grad_norm/actor"},
                                             {"grad_norm_critic", "grad_norm/critic"}};
   return method_ == OfflineMethod::kClone ? bc : awr;
+}
+
+namespace {
+
+DqnConfig offline_dqn(DqnConfig c, double alpha) {
+  c.offline = true;
+  c.cql_alpha = alpha;
+  return c;
+}
+
+}  // namespace
+
+CqlLearner::CqlLearner(const OfflineConfig& cfg, const DqnConfig& nets, const EnvSpec& spec,
+                       const dist::Comm& comm, int num_agents, int first_agent, int local_agents,
+                       int copies, std::uint64_t seed)
+    : cfg_(cfg),
+      spec_(spec),
+      comm_(comm),
+      first_(first_agent),
+      k_(local_agents),
+      dqn_(std::make_unique<Dqn>(offline_dqn(nets, cfg.cql_alpha), spec, comm, num_agents,
+                                 first_agent, local_agents, copies, seed)) {
+  cfg_.validate();
+  dqn_->set_training(false);
+}
+
+UpdateStats CqlLearner::update(const PolicyInput&) {
+  if (!loaded_) {
+    dqn_->use_dataset(read_dataset(comm_, dataset_files(cfg_.dataset), spec_, first_, k_));
+    loaded_ = true;
+  }
+  return dqn_->offline_update(cfg_.epochs, cfg_.minibatch);
+}
+
+const std::vector<StatName>& CqlLearner::stat_names() const {
+  static const std::vector<StatName> names = {{"td_loss", "loss/td"},
+                                              {"cql_gap", "loss/cql_gap"},
+                                              {"q_mean", "q/mean"},
+                                              {"grad_norm", "grad_norm/q"}};
+  return names;
 }
 
 bool OfflineLearner::shared_parameters_identical() const {

@@ -8,15 +8,22 @@
 /// policy also acts in the env (sampling, from the episode's draws), so metrics.csv and
 /// TensorBoard show its online utility as it learns; those rollouts are not trained on.
 ///
-/// Why AWR for the offline RL method: it only ever scores actions that the data holds (no
-/// out-of-distribution action values to overestimate, which is what CQL's penalty fights), its
-/// policy step is IQL's, and it trains exactly the actor and critic that MAPPO fine-tunes, so a
-/// warm start gets both.
+/// Two offline RL methods, for two different needs (docs/offline.md):
+/// * `--algo awr` only ever scores actions that the data holds (no out-of-distribution action
+///   values to overestimate), its policy step is IQL's, and it trains exactly the actor and
+///   critic that MAPPO fine-tunes, so a warm start gets both. But it can only reweight the
+///   data's actions state by state: greedily it cannot beat the best behaviour in the data.
+/// * `--algo cql`, discrete conservative Q-learning (Kumar et al., NeurIPS 2020, CQL(H) on DQN's
+///   networks and options): Q-learning propagates values across episodes and states, so it can
+///   stitch better behaviour out of the data than any episode shows; its penalty keeps the
+///   values of actions the data does not take from being overestimated. It writes a DQN model
+///   file (evaluate, export and resume as DQN's), but has no actor to warm-start MAPPO with.
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "agents/dqn/dqn.hpp"
 #include "agents/mappo/mappo.hpp"
 #include "core/learner.hpp"
 #include "core/options.hpp"
@@ -32,6 +39,7 @@ struct OfflineConfig {
   int minibatch = 512;       ///< transitions per gradient step (per rank)
   double temperature = 1.0;  ///< awr: weights exp(standardised advantage / temperature)
   double max_weight = 20.0;  ///< awr: cap of the weights
+  double cql_alpha = 1.0;    ///< cql: weight of the conservative penalty
 
   void bind(OptionBinder& b);
   void validate() const;
@@ -78,10 +86,49 @@ class OfflineLearner final : public Learner {
   std::vector<float> values_;
 };
 
+/// `--algo cql`: DQN's Q-networks (the --dqn options) trained offline on `--dataset` with
+/// discrete CQL's penalty (`--cql-alpha`). Acting, it is greedy (ε = --dqn-eps-eval when
+/// evaluated without --deterministic); its rollouts only show its online utility.
+class CqlLearner final : public Learner {
+ public:
+  CqlLearner(const OfflineConfig& cfg, const DqnConfig& nets, const EnvSpec& spec,
+             const dist::Comm& comm, int num_agents, int first_agent, int local_agents, int copies,
+             std::uint64_t seed);
+
+  std::string name() const override { return "cql"; }
+  void act(const PolicyInput& in, std::vector<int>& actions) override { dqn_->act(in, actions); }
+  void set_training(bool) override {}
+  void set_deterministic(bool d) override { dqn_->set_deterministic(d); }
+  const std::vector<float>& last_log_probs() const override { return dqn_->last_log_probs(); }
+  const std::vector<float>& last_values() const override { return dqn_->last_values(); }
+  void record(const StepFeedback&) override {}
+  /// Collective: reads the dataset into the replay buffers (the first time), then
+  /// Dqn::offline_update.
+  UpdateStats update(const PolicyInput& last) override;
+  const std::vector<StatName>& stat_names() const override;
+  /// A DQN model file without the replay buffers (the dataset is read again on resume).
+  void save(const std::string& path) const override { dqn_->save(path); }
+  void load(const std::string& path) override { dqn_->load(path); }
+  bool shared_parameters_identical() const override { return dqn_->shared_parameters_identical(); }
+  std::uint64_t shared_parameter_digest() const override { return dqn_->shared_parameter_digest(); }
+
+  const Dqn& dqn() const { return *dqn_; }
+
+ private:
+  OfflineConfig cfg_;
+  const EnvSpec& spec_;
+  const dist::Comm& comm_;
+  int first_, k_;
+  std::unique_ptr<Dqn> dqn_;
+  bool loaded_ = false;
+};
+
 /// Phase-1 checks of `--dataset` for a run of `num_agents` agents over `ranks` ranks (this is
 /// `rank`): every file inspected (io/dataset.hpp, this rank's share of the rows read back), and
-/// enough transitions per rank for one minibatch. Throws InputError.
+/// enough transitions for one minibatch: per rank, or per agent when each agent's network
+/// learns from its own transitions alone (`per_agent`: cql without --dqn-share). Throws
+/// InputError.
 void check_offline_dataset(const OfflineConfig& cfg, const EnvSpec& spec, int num_agents, int rank,
-                           int ranks);
+                           int ranks, bool per_agent = false);
 
 }  // namespace marlsched

@@ -1,12 +1,14 @@
 // Offline training from one dataset file across ranks (run at 1, 2 and 4 ranks): every rank
 // reads its agents' rows (io/dataset.hpp, tested in tests/io/test_dataset.cpp) and trains MAPPO's
-// networks by behaviour cloning and by AWR; the shared parameters stay bitwise identical on every
-// rank, and training again from the same seed gives the same parameters (determinism is promised
-// for one rank count: the minibatches of a rank hold its own agents' rows).
+// networks by behaviour cloning and by AWR, and DQN's by CQL; the shared parameters stay bitwise
+// identical on every rank, and training again from the same seed gives the same parameters
+// (determinism is promised for one rank count: the minibatches of a rank hold its own agents'
+// rows).
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "agents/dqn/dqn.hpp"
 #include "agents/mappo/mappo.hpp"
 #include "bandit.hpp"
 #include "io/dataset.hpp"
@@ -82,6 +84,20 @@ std::uint64_t train_offline(const dist::Comm& comm, const LocalDataset& data, bo
   return m.shared_parameter_digest();
 }
 
+/// The same for cql: the shared Q-network's digest after 3 offline updates from `seed`.
+std::uint64_t train_cql(const dist::Comm& comm, const LocalDataset& data, std::uint64_t seed) {
+  DqnConfig cfg;
+  cfg.offline = true;
+  cfg.cql_alpha = 1.0;
+  cfg.hidden = {8};
+  const int k = kN / comm.size();
+  Dqn q(cfg, test::bandit_spec(), comm, kN, comm.rank() * k, k, 1, seed);
+  q.use_dataset(data);
+  for (int it = 0; it < 3; ++it) q.offline_update(1, 16);
+  EXPECT_TRUE(q.shared_parameters_identical());
+  return q.shared_parameter_digest();
+}
+
 }  // namespace
 
 TEST(OfflineMpi, SharedParametersStayIdenticalAndRunsRepeat) {
@@ -97,4 +113,7 @@ TEST(OfflineMpi, SharedParametersStayIdenticalAndRunsRepeat) {
     EXPECT_EQ(a, b);
     EXPECT_NE(a, train_offline(comm, data, awr, 6));
   }
+  const auto a = train_cql(comm, data, 5);
+  EXPECT_EQ(a, train_cql(comm, data, 5));
+  EXPECT_NE(a, train_cql(comm, data, 6));
 }

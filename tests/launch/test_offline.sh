@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Offline learning from a dataset: behaviour cloning (--algo bc) on a collected least-loaded
 # dataset learns its actions, is deterministic, resumes exactly, exports and evaluates like a
-# trained run; bad datasets are refused with one message and exit code 2.
+# trained run, and so does cql; bad datasets are refused with one message and exit code 2.
 source "$(dirname "$0")/common.sh" "$@"
 cd "$WORK"
 G=(--env geodc --episode-slots 24 --envs-per-rank 2 --agents-per-rank 2 --quiet)
@@ -29,13 +29,32 @@ pass "bc with one actor per agent"
 kill_resume_matches "bc" 1:5 "${B[@]}" --checkpoint-every 2
 pass "a killed bc run resumes exactly"
 
-"$BIN" export bc > export.log || fail "export of a bc run: $(cat export.log)"
-"$BIN" eval --policy bc/policy.pt --eval-episodes 1 --envs-per-rank 1 --baselines least-loaded \
-  --out evp > evp.log || fail "eval --policy of a bc run: $(cat evp.log)"
-mpi 2 "$BIN" eval --model bc --eval-episodes 1 --envs-per-rank 1 --baselines least-loaded \
-  --out evm > evm.log || fail "eval --model of a bc run: $(cat evm.log)"
-grep -q "^bc" evm/eval.csv || fail "eval.csv names no bc row: $(cat evm/eval.csv)"
+# exports_and_evaluates RUN: the run (named after its algorithm) exports, and its exported
+# policy and its models evaluate.
+exports_and_evaluates() {
+  local run=$1
+  "$BIN" export "$run" > "export_$run.log" || fail "export of a $run run: $(cat "export_$run.log")"
+  "$BIN" eval --policy "$run/policy.pt" --eval-episodes 1 --envs-per-rank 1 \
+    --baselines least-loaded --out "evp_$run" > "evp_$run.log" \
+    || fail "eval --policy of a $run run: $(cat "evp_$run.log")"
+  mpi 2 "$BIN" eval --model "$run" --eval-episodes 1 --envs-per-rank 1 --baselines least-loaded \
+    --out "evm_$run" > "evm_$run.log" || fail "eval --model of a $run run: $(cat "evm_$run.log")"
+  grep -q "^$run" "evm_$run/eval.csv" || fail "eval.csv names no $run row: $(cat "evm_$run/eval.csv")"
+}
+exports_and_evaluates bc
 pass "a bc run exports and evaluates"
+
+# cql: DQN's Q-networks with CQL's penalty on the same dataset; repeats, resumes exactly (its
+# model files hold no replay buffer: the dataset is read again), exports and evaluates.
+Q=(train --algo cql --dataset ll "${G[@]}" --iterations 4 --dqn-rollout-steps 24 --offline-epochs 2
+   --offline-minibatch 64 --dqn-target-every 5 --no-eval-after --traj-every 0)
+mpi 2 "$BIN" "${Q[@]}" --run-dir cql > cql.log
+grep -q "td_loss,cql_gap,q_mean,grad_norm" cql/metrics.csv || fail "cql metrics: $(head -1 cql/metrics.csv)"
+rm -rf straight crashed
+kill_resume_matches "cql" 1:3 "${Q[@]}" --checkpoint-every 2
+cmp cql/metrics.csv straight/metrics.csv || fail "two cql runs on the same dataset differ"
+exports_and_evaluates cql
+pass "cql repeats, resumes exactly, exports and evaluates"
 
 # Warm starts: MAPPO from the cloned actor; awr on the same dataset, then MAPPO from its actor
 # and critic.
@@ -51,6 +70,9 @@ expect_error "ippo from a model with mappo's centralized critic" 2 "different la
 expect_error "es cannot warm-start" 2 "es cannot start from a trained model" -- \
   mpi 2 "$BIN" train --algo es "${G[@]}" --iterations 1 --init-from awr --no-eval-after \
   --traj-every 0 --run-dir warm_es
+expect_error "mappo cannot warm-start from cql's Q-networks" 2 "is not a MAPPO model" -- \
+  mpi 2 "$BIN" train --algo mappo "${G[@]}" --iterations 1 --rollout-steps 24 --init-from cql \
+  --no-eval-after --traj-every 0 --run-dir warm_cql
 expect_error "--init-from at another rank count" 2 "holds the models of 2 ranks" -- \
   "$BIN" train --algo mappo --env geodc --episode-slots 24 --envs-per-rank 2 --agents-per-rank 4 \
   --quiet --init-from bc --run-dir bad7
@@ -70,6 +92,10 @@ expect_error "bc on a dataset of another agent count" 2 "holds 4 agents; this ru
   --quiet --run-dir bad3
 expect_error "bc with fewer transitions than a minibatch" 2 "fewer than one minibatch" -- \
   mpi 2 "$BIN" train --algo bc --dataset ll "${G[@]}" --offline-minibatch 100000 --run-dir bad4
+expect_error "cql with one Q-network per agent, fewer transitions than a minibatch" 2 \
+  "transitions per agent, fewer than one minibatch" -- \
+  mpi 2 "$BIN" train --algo cql --no-dqn-share --dataset ll "${G[@]}" --offline-minibatch 200 \
+  --run-dir bad8
 cp ll/trajectories/segment-000.h5 cut.h5
 truncate -s $(( $(stat -c %s cut.h5) * 6 / 10 )) cut.h5
 expect_error "bc on a truncated file" 2 "cut.h5" -- \
@@ -77,7 +103,7 @@ expect_error "bc on a truncated file" 2 "cut.h5" -- \
 echo "not hdf5" > text.h5
 expect_error "bc on a file that is not HDF5" 2 "text.h5" -- \
   mpi 2 "$BIN" train --algo bc --dataset text.h5 "${G[@]}" --run-dir bad6
-for d in bad0 bad1 bad2 bad3 bad4 bad5 bad6; do
+for d in bad0 bad1 bad2 bad3 bad4 bad5 bad6 bad8; do
   [ ! -e "$d/metrics.csv" ] || fail "$d: a refused run wrote metrics"
 done
 pass "bc: bad datasets"
