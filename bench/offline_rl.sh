@@ -10,15 +10,16 @@
 # seed: the 8 and 24 more) and compared the same way, since 8 episodes proved too few to tell
 # these policies apart on validation episodes. cql's settings were chosen on validation
 # episodes (eval seed 2000, docs/offline.md), never on the held-out ones.
-# Usage: bash bench/offline_rl.sh [WORK_DIR]   (env: SEEDS=5 EPISODES=25 ALGOS="bc awr cql"
-#        ITERATIONS=20 EPOCHS=5 LR=3e-3 CQL_ITERATIONS=50 CQL_ALPHA=0.3 CQL_GAMMA=0.99
-#        MARLSCHED_BIN=build/launch/marlsched)
+# Usage: bash bench/offline_rl.sh [WORK_DIR]   (env: seeds FIRST_SEED=1 to SEEDS=5, EPISODES=25
+#        ALGOS="bc awr cql" ITERATIONS=20 EPOCHS=5 LR=3e-3 CQL_ITERATIONS=50 CQL_ALPHA=0.3
+#        CQL_GAMMA=0.99 MARLSCHED_BIN=build/launch/marlsched; an existing WORK_DIR keeps its
+#        datasets, so FIRST_SEED=6 SEEDS=10 adds seeds to an earlier call's)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/launch/env.sh" > /dev/null
 BIN=${MARLSCHED_BIN:-$ROOT/build/launch/marlsched}
 WORK=${1:-$(mktemp -d)}
-SEEDS=${SEEDS:-5} EPISODES=${EPISODES:-25} ITERATIONS=${ITERATIONS:-20} EPOCHS=${EPOCHS:-5}
+SEEDS=${SEEDS:-5} FIRST_SEED=${FIRST_SEED:-1} EPISODES=${EPISODES:-25} ITERATIONS=${ITERATIONS:-20} EPOCHS=${EPOCHS:-5}
 LR=${LR:-3e-3} ALGOS=${ALGOS:-bc awr cql} CQL_ITERATIONS=${CQL_ITERATIONS:-50}
 CQL_ALPHA=${CQL_ALPHA:-0.3} CQL_GAMMA=${CQL_GAMMA:-0.99}
 CFG=(--config "$ROOT/launch/configs/default.toml" --agents-per-rank 2 --quiet)
@@ -39,7 +40,7 @@ for algo in $ALGOS; do
                --dqn-gamma "$CQL_GAMMA" --dqn-target-every 50) ;;
     *) echo "unknown algorithm $algo" >&2; exit 2 ;;
   esac
-  for s in $(seq 1 "$SEEDS"); do
+  for s in $(seq "$FIRST_SEED" "$SEEDS"); do  # seeds FIRST_SEED..SEEDS
     start=$(date +%s.%N)
     mpirun -n 2 "$BIN" train "${CFG[@]}" --algo "$algo" "${args[@]}" \
       --dataset "$WORK/data-random,$WORK/data-least-loaded" --seed "$s" \
