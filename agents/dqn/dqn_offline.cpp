@@ -20,8 +20,9 @@ void Dqn::use_dataset(const LocalDataset& data) {
   const std::int64_t per_net = m.cfg.share ? data.transitions() : data.rows;
   MARLSCHED_REQUIRE_INPUT(per_net <= std::numeric_limits<int>::max(),
                           "the dataset holds " << per_net
-                                               << " transitions per rank, more than one "
-                                                  "replay buffer can hold; use more ranks");
+                                               << " transitions per Q-network on this rank, "
+                                                  "more than one replay buffer can hold; use "
+                                                  "more ranks");
   for (auto& rb : m.replay) rb.init(static_cast<int>(per_net), m.in);
   const double beta = m.cfg.team_reward;
   std::vector<float> x(static_cast<std::size_t>(m.in)), x2(x.size());
@@ -32,7 +33,7 @@ void Dqn::use_dataset(const LocalDataset& data) {
       const auto i = static_cast<std::size_t>(r * m.k + kk);
       nn::agent_input(data.global(r), m.pub, m.first + kk, x.data());
       nn::agent_input(data.global(r, true), m.pub, m.first + kk, x2.data());
-      const double reward = (1.0 - beta) * data.rewards[i] + beta * data.mean_rewards[ru];
+      const double reward = data.reward(r, kk, beta);
       m.replay[static_cast<std::size_t>(m.net_of(kk))].push(
           x.data(), data.actions[i], static_cast<float>(reward), terminated, x2.data());
     }

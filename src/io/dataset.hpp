@@ -62,6 +62,12 @@ struct LocalDataset {
   std::int64_t transitions() const { return rows * local_agents; }
   /// The global observation of world-step `r` (every agent's row).
   GlobalObs global(std::int64_t r, bool next = false) const;
+  /// The reward a learner trains on at world-step `r` for local agent `local_agent`:
+  /// (1-β)·own + β·mean over all agents (the team reward of the online learners).
+  double reward(std::int64_t r, int local_agent, double beta) const {
+    const auto i = static_cast<std::size_t>(r * local_agents + local_agent);
+    return (1.0 - beta) * rewards[i] + beta * mean_rewards[static_cast<std::size_t>(r)];
+  }
 };
 
 /// Collective over `comm`: reads agents [first_agent, first_agent + local_agents) of `files`
