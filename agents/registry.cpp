@@ -162,11 +162,17 @@ bool LearnerConfigs::shared(const std::string& algo) const {
 }
 
 std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConfigs& cfg,
+                                      const LearnerLayout& layout) {
+  cfg.validate(algo);
+  return entry(algo).make(cfg, layout);
+}
+
+std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConfigs& cfg,
                                       const EnvSpec& spec, const dist::Comm& comm, int num_agents,
                                       int first_agent, int local_agents, int copies,
                                       std::uint64_t seed) {
-  cfg.validate(algo);
-  return entry(algo).make(cfg, spec, comm, num_agents, first_agent, local_agents, copies, seed);
+  return make_learner(algo, cfg,
+                      {&spec, &comm, num_agents, first_agent, local_agents, copies, seed, false});
 }
 
 LearnerRecipe learner_recipe(const std::string& algo, const LearnerConfigs& cfg,
@@ -175,10 +181,7 @@ LearnerRecipe learner_recipe(const std::string& algo, const LearnerConfigs& cfg,
   LearnerRecipe r;
   r.rollout_steps = cfg.rollout_steps(algo, spec);
   r.team_reward = cfg.team_reward(algo);
-  r.make = [algo, cfg](const LearnerLayout& l) {
-    return make_learner(algo, cfg, *l.spec, *l.comm, l.num_agents, l.first_agent, l.local_agents,
-                        l.copies, l.seed);
-  };
+  r.make = [algo, cfg](const LearnerLayout& l) { return make_learner(algo, cfg, l); };
   return r;
 }
 

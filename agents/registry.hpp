@@ -115,11 +115,8 @@ struct LearnerEntry {
   std::function<int(const LearnerConfigs&, const EnvSpec&)> rollout_steps;
   std::function<double(const LearnerConfigs&)> team_reward;
   std::function<bool(const LearnerConfigs&)> shared;
-  /// Builds it for this rank's layout (spec, comm, agents, first agent, local agents, env
-  /// copies per rank, seed).
-  std::function<std::unique_ptr<Learner>(const LearnerConfigs&, const EnvSpec&, const dist::Comm&,
-                                         int, int, int, int, std::uint64_t)>
-      make;
+  /// Builds it for this rank's layout.
+  std::function<std::unique_ptr<Learner>(const LearnerConfigs&, const LearnerLayout&)> make;
   /// Writes the learners of every training rank as one TorchScript policy (path, metadata,
   /// with_critic).
   std::function<void(const std::vector<const Learner*>&, const std::string&, const std::string&,
@@ -161,6 +158,9 @@ std::vector<std::string> learner_names();
 std::string learner_description(const std::string& algo);
 
 /// Builds the named learner for this rank's layout; throws ConfigError for an unknown name.
+std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConfigs& cfg,
+                                      const LearnerLayout& layout);
+/// The same for a layout given part by part (the team reward over all agents).
 std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConfigs& cfg,
                                       const EnvSpec& spec, const dist::Comm& comm, int num_agents,
                                       int first_agent, int local_agents, int copies,

@@ -94,7 +94,6 @@ int main(int argc, char** argv) {
     comm.barrier();
     const std::string path = dir + "/data.h5";
     write_file(comm, path, k, iterations);
-    const int n = k * comm.size();
     const auto spec = bench_spec();
     double bytes = 0;
     std::int64_t world_steps = 0, transitions = 0;
@@ -109,14 +108,12 @@ int main(int argc, char** argv) {
       reader.push_back(t);
       world_steps = ds.rows;
       transitions = ds.transitions();
-      bytes = static_cast<double>(
-          (ds.observations.size() + ds.next_observations.size() + ds.rewards.size() +
-           ds.log_probs.size() + ds.mean_rewards.size()) *
-              sizeof(float) +
-          ds.actions.size() * sizeof(std::int32_t) +
-          (ds.terminations.size() + ds.truncations.size()) * sizeof(std::uint8_t));
-      // The rewards come from every agent: count what was read, not what was kept.
-      bytes += static_cast<double>(ds.rows) * (n - k - 1) * sizeof(float);
+      bytes = static_cast<double>((ds.observations.size() + ds.next_observations.size() +
+                                   ds.all_rewards.size() + ds.log_probs.size()) *
+                                      sizeof(float) +
+                                  ds.actions.size() * sizeof(std::int32_t) +
+                                  (ds.terminations.size() + ds.truncations.size()) *
+                                      sizeof(std::uint8_t));
       buf.resize(static_cast<std::size_t>(bytes));
       comm.barrier();
       t0 = now();

@@ -29,13 +29,13 @@ for which in old new; do
   bin=$OLD config=${OLD_CONFIG:-$ROOT/launch/configs/default.toml}
   [ "$which" = new ] && bin=$NEW config=$ROOT/launch/configs/default.toml
   mpirun -n 2 "$bin" train --config "$config" --agents-per-rank 2 \
-    --quiet --run-dir "$WORK/$which-default" > "$WORK/$which-default.log"
+    --quiet --force --run-dir "$WORK/$which-default" > "$WORK/$which-default.log"
   for algo in mappo ippo dqn masac maddpg es; do
     mpirun -n 2 "$bin" train --env coop --algo "$algo" --agents-per-rank 2 --iterations 20 \
-      --eval-episodes 4 --quiet --run-dir "$WORK/$which-coop-$algo" > "$WORK/$which-coop-$algo.log"
+      --eval-episodes 4 --quiet --force --run-dir "$WORK/$which-coop-$algo" > "$WORK/$which-coop-$algo.log"
   done
   mpirun -n 2 "$bin" train --env lstcb --algo tsdqn --agents-per-rank 2 --iterations 10 \
-    --eval-episodes 4 --quiet --run-dir "$WORK/$which-lstcb-tsdqn" > "$WORK/$which-lstcb-tsdqn.log"
+    --eval-episodes 4 --quiet --force --run-dir "$WORK/$which-lstcb-tsdqn" > "$WORK/$which-lstcb-tsdqn.log"
 done
 same default metrics.csv eval.csv eval-episodes.csv
 for algo in mappo ippo dqn masac maddpg es; do same "coop-$algo" metrics.csv eval.csv; done

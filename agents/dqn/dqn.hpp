@@ -96,9 +96,10 @@ class Dqn final : public Learner {
   std::uint64_t shared_parameter_digest() const override;
 
   /// Offline (cfg.offline): replaces the replay buffers' contents with every transition of
-  /// this rank's agents in `data` (reward (1-β)·own + β·mean over agents; terminations cut
-  /// the target, truncations and cut blocks bootstrap from the next observation).
-  void use_dataset(const LocalDataset& data);
+  /// this rank's agents in `data` (reward (1-β)·own + β·team, the team being all agents or,
+  /// with `team_targets`, each agent's targets; terminations cut the target, truncations and
+  /// cut blocks bootstrap from the next observation).
+  void use_dataset(const LocalDataset& data, bool team_targets = false);
   /// Offline, collective: `epochs` passes over the buffers in minibatches of `minibatch`
   /// transitions (shuffled with the learner's seeded RNG). Statistics: td_loss, cql_gap,
   /// q_mean, grad_norm.

@@ -11,7 +11,7 @@
 
 namespace marlsched {
 
-void Dqn::use_dataset(const LocalDataset& data) {
+void Dqn::use_dataset(const LocalDataset& data, bool team_targets) {
   auto& m = *impl_;
   MARLSCHED_CHECK(m.cfg.offline, "use_dataset() needs an offline DQN");
   MARLSCHED_CHECK(data.num_agents == m.n && data.first_agent == m.first &&
@@ -33,7 +33,7 @@ void Dqn::use_dataset(const LocalDataset& data) {
       const auto i = static_cast<std::size_t>(r * m.k + kk);
       nn::agent_input(data.global(r), m.pub, m.first + kk, x.data());
       nn::agent_input(data.global(r, true), m.pub, m.first + kk, x2.data());
-      const double reward = data.reward(r, kk, beta);
+      const double reward = data.reward(r, kk, beta, team_targets ? &m.spec : nullptr);
       m.replay[static_cast<std::size_t>(m.net_of(kk))].push(
           x.data(), data.actions[i], static_cast<float>(reward), terminated, x2.data());
     }

@@ -15,10 +15,9 @@ LearnerEntry dqn() {
           [](const LearnerConfigs& c, const EnvSpec&) { return c.get<DqnConfig>().rollout_steps; },
           [](const LearnerConfigs& c) { return c.get<DqnConfig>().team_reward; },
           [](const LearnerConfigs& c) { return c.get<DqnConfig>().share; },
-          [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
-             int k, int copies, std::uint64_t seed) {
-            return std::make_unique<Dqn>(c.with_device<DqnConfig>(), spec, comm, n, first, k,
-                                         copies, seed);
+          [](const LearnerConfigs& c, const LearnerLayout& l) {
+            return std::make_unique<Dqn>(c.with_device<DqnConfig>(), *l.spec, *l.comm, l.num_agents,
+                                         l.first_agent, l.local_agents, l.copies, l.seed);
           },
           [](const std::vector<const Learner*>& ranks, const std::string& path,
              const std::string& metadata, bool with_critic) {

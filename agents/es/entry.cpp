@@ -18,9 +18,9 @@ LearnerEntry es() {
       // Its fitness sums the learner reward over every agent: the team return for any β.
       [](const LearnerConfigs&) { return 1.0; },
       [](const LearnerConfigs&) { return true; },
-      [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
-         int k, int copies, std::uint64_t seed) {
-        return std::make_unique<Es>(c.get<EsConfig>(), spec, comm, n, first, k, copies, seed);
+      [](const LearnerConfigs& c, const LearnerLayout& l) {
+        return std::make_unique<Es>(c.get<EsConfig>(), *l.spec, *l.comm, l.num_agents,
+                                    l.first_agent, l.local_agents, l.copies, l.seed);
       },
       [](const std::vector<const Learner*>& ranks, const std::string& path,
          const std::string& metadata, bool with_critic) {

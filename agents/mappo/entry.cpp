@@ -26,11 +26,11 @@ LearnerEntry family(const std::string& name, bool central_critic, const std::str
       [](const LearnerConfigs& c, const EnvSpec&) { return c.get<MappoConfig>().rollout_steps; },
       [](const LearnerConfigs& c) { return c.get<MappoConfig>().team_reward; },
       [](const LearnerConfigs& c) { return c.get<MappoConfig>().share_actor; },
-      [central_critic](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n,
-                       int first, int k, int copies, std::uint64_t seed) {
+      [central_critic](const LearnerConfigs& c, const LearnerLayout& l) {
         MappoConfig m = c.with_device<MappoConfig>();
         if (!central_critic) m.critic = "local";
-        return std::make_unique<Mappo>(m, spec, comm, n, first, k, copies, seed);
+        return std::make_unique<Mappo>(m, *l.spec, *l.comm, l.num_agents, l.first_agent,
+                                       l.local_agents, l.copies, l.seed);
       },
       [](const std::vector<const Learner*>& ranks, const std::string& path,
          const std::string& metadata, bool with_critic) {

@@ -164,6 +164,7 @@ class Mappo final : public Learner {
   struct AwrOptions {
     int epochs = 1, minibatch = 512;
     double temperature = 1.0, max_weight = 20.0, team_reward = 1.0;
+    bool team_targets = false;  ///< the team reward over each agent's targets (--team-scope)
   };
   UpdateStats awr(const LocalDataset& data, const AwrOptions& opt);
 

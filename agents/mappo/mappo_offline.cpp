@@ -127,7 +127,7 @@ UpdateStats Mappo::awr(const LocalDataset& data, const AwrOptions& opt) {
       for (std::int64_t r = data.block_offsets[b + 1] - 1; r >= data.block_offsets[b]; --r) {
         const auto i = static_cast<std::size_t>(r * K + kk);
         const auto ru = static_cast<std::size_t>(r);
-        const double reward = data.reward(r, kk, beta);
+        const double reward = data.reward(r, kk, beta, opt.team_targets ? &m.spec : nullptr);
         const bool last = r == data.block_offsets[b + 1] - 1 || data.terminations[ru] != 0 ||
                           data.truncations[ru] != 0;
         const double boot = data.terminations[ru] != 0 ? 0.0 : v2[i];

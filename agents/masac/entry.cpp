@@ -19,10 +19,9 @@ LearnerEntry family(const std::string& name, bool maddpg, const std::string& des
       [](const LearnerConfigs& c, const EnvSpec&) { return c.get<MasacConfig>().rollout_steps; },
       [](const LearnerConfigs& c) { return c.get<MasacConfig>().team_reward; },
       [](const LearnerConfigs&) { return true; },
-      [maddpg](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n,
-               int first, int k, int copies, std::uint64_t seed) {
-        return std::make_unique<Masac>(c.with_device<MasacConfig>(), spec, comm, n, first, k,
-                                       copies, seed, maddpg);
+      [maddpg](const LearnerConfigs& c, const LearnerLayout& l) {
+        return std::make_unique<Masac>(c.with_device<MasacConfig>(), *l.spec, *l.comm, l.num_agents,
+                                       l.first_agent, l.local_agents, l.copies, l.seed, maddpg);
       },
       [name](const std::vector<const Learner*>& ranks, const std::string& path,
              const std::string& metadata, bool with_critic) {

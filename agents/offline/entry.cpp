@@ -24,11 +24,10 @@ LearnerEntry offline(const std::string& name, OfflineMethod method,
       [](const LearnerConfigs& c, const EnvSpec&) { return c.get<MappoConfig>().rollout_steps; },
       [](const LearnerConfigs& c) { return c.get<MappoConfig>().team_reward; },
       [](const LearnerConfigs& c) { return c.get<MappoConfig>().share_actor; },
-      [method](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n,
-               int first, int k, int copies, std::uint64_t seed) {
-        return std::make_unique<OfflineLearner>(method, c.get<OfflineConfig>(),
-                                                c.with_device<MappoConfig>(), spec, comm, n, first,
-                                                k, copies, seed);
+      [method](const LearnerConfigs& c, const LearnerLayout& l) {
+        return std::make_unique<OfflineLearner>(
+            method, c.get<OfflineConfig>(), c.with_device<MappoConfig>(), *l.spec, *l.comm,
+            l.num_agents, l.first_agent, l.local_agents, l.copies, l.seed, l.team_targets);
       },
       [](const std::vector<const Learner*>& ranks, const std::string& path,
          const std::string& metadata, bool with_critic) {
@@ -60,10 +59,10 @@ LearnerEntry cql() {
           [](const LearnerConfigs& c, const EnvSpec&) { return c.get<DqnConfig>().rollout_steps; },
           [](const LearnerConfigs& c) { return c.get<DqnConfig>().team_reward; },
           [](const LearnerConfigs& c) { return c.get<DqnConfig>().share; },
-          [](const LearnerConfigs& c, const EnvSpec& spec, const dist::Comm& comm, int n, int first,
-             int k, int copies, std::uint64_t seed) {
+          [](const LearnerConfigs& c, const LearnerLayout& l) {
             return std::make_unique<CqlLearner>(c.get<OfflineConfig>(), c.with_device<DqnConfig>(),
-                                                spec, comm, n, first, k, copies, seed);
+                                                *l.spec, *l.comm, l.num_agents, l.first_agent,
+                                                l.local_agents, l.copies, l.seed, l.team_targets);
           },
           [](const std::vector<const Learner*>& ranks, const std::string& path,
              const std::string& metadata, bool with_critic) {

@@ -50,10 +50,11 @@ void check_offline_dataset(const OfflineConfig& cfg, const EnvSpec& spec, int nu
 OfflineLearner::OfflineLearner(OfflineMethod method, const OfflineConfig& cfg,
                                const MappoConfig& nets, const EnvSpec& spec, const dist::Comm& comm,
                                int num_agents, int first_agent, int local_agents, int copies,
-                               std::uint64_t seed)
+                               std::uint64_t seed, bool team_targets)
     : method_(method),
       cfg_(cfg),
       team_reward_(nets.team_reward),
+      team_targets_(team_targets),
       spec_(spec),
       comm_(comm),
       first_(first_agent),
@@ -83,6 +84,7 @@ UpdateStats OfflineLearner::update(const PolicyInput&) {
   o.temperature = cfg_.temperature;
   o.max_weight = cfg_.max_weight;
   o.team_reward = team_reward_;
+  o.team_targets = team_targets_;
   return mappo_->awr(*data_, o);
 }
 
@@ -111,8 +113,9 @@ DqnConfig offline_dqn(DqnConfig c, double alpha) {
 
 CqlLearner::CqlLearner(const OfflineConfig& cfg, const DqnConfig& nets, const EnvSpec& spec,
                        const dist::Comm& comm, int num_agents, int first_agent, int local_agents,
-                       int copies, std::uint64_t seed)
+                       int copies, std::uint64_t seed, bool team_targets)
     : cfg_(cfg),
+      team_targets_(team_targets),
       spec_(spec),
       comm_(comm),
       first_(first_agent),
@@ -125,7 +128,8 @@ CqlLearner::CqlLearner(const OfflineConfig& cfg, const DqnConfig& nets, const En
 
 UpdateStats CqlLearner::update(const PolicyInput&) {
   if (!loaded_) {
-    dqn_->use_dataset(read_dataset(comm_, dataset_files(cfg_.dataset), spec_, first_, k_));
+    dqn_->use_dataset(read_dataset(comm_, dataset_files(cfg_.dataset), spec_, first_, k_),
+                      team_targets_);
     loaded_ = true;
   }
   return dqn_->offline_update(cfg_.epochs, cfg_.minibatch);

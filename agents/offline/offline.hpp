@@ -51,7 +51,7 @@ class OfflineLearner final : public Learner {
  public:
   OfflineLearner(OfflineMethod method, const OfflineConfig& cfg, const MappoConfig& nets,
                  const EnvSpec& spec, const dist::Comm& comm, int num_agents, int first_agent,
-                 int local_agents, int copies, std::uint64_t seed);
+                 int local_agents, int copies, std::uint64_t seed, bool team_targets);
 
   std::string name() const override { return method_ == OfflineMethod::kClone ? "bc" : "awr"; }
   void act(const PolicyInput& in, std::vector<int>& actions) override;
@@ -78,6 +78,7 @@ class OfflineLearner final : public Learner {
   OfflineMethod method_;
   OfflineConfig cfg_;
   double team_reward_;
+  bool team_targets_;  ///< --team-scope targets
   const EnvSpec& spec_;
   const dist::Comm& comm_;
   int first_, k_;
@@ -93,7 +94,7 @@ class CqlLearner final : public Learner {
  public:
   CqlLearner(const OfflineConfig& cfg, const DqnConfig& nets, const EnvSpec& spec,
              const dist::Comm& comm, int num_agents, int first_agent, int local_agents, int copies,
-             std::uint64_t seed);
+             std::uint64_t seed, bool team_targets);
 
   std::string name() const override { return "cql"; }
   void act(const PolicyInput& in, std::vector<int>& actions) override { dqn_->act(in, actions); }
@@ -116,6 +117,7 @@ class CqlLearner final : public Learner {
 
  private:
   OfflineConfig cfg_;
+  bool team_targets_;  ///< --team-scope targets
   const EnvSpec& spec_;
   const dist::Comm& comm_;
   int first_, k_;

@@ -93,6 +93,10 @@ struct LearnerLayout {
   int local_agents = 1;  ///< agents on this rank
   int copies = 1;        ///< env copies per rank
   std::uint64_t seed = 1;
+  /// --team-scope targets: the team part of the reward is the mean over each agent's targets.
+  /// Online learners get their rewards mixed by the trainer; offline learners mix a dataset's
+  /// rewards themselves and read it here.
+  bool team_targets = false;
 };
 
 /// What the trainer needs of a learner it does not know by name: a way to build it once the

@@ -199,6 +199,7 @@ LocalDataset read_dataset(const dist::Comm& comm, const std::vector<std::string>
     }
     append_world_major(own, info.rows, info.worlds, K, out.rewards);
     append_world_major(mean, info.rows, info.worlds, 1, out.mean_rewards);
+    append_world_major(fbuf, info.rows, info.worlds, N, out.all_rewards);
     if (h5::exists(r, "log_probs")) {
       read_slab(r, path, "log_probs", dxpl.get(), {0, 0, f0}, {S, W, K}, fbuf);
     } else {

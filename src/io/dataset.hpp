@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/env.hpp"
+#include "core/team_reward.hpp"
 #include "dist/comm.hpp"
 
 namespace marlsched {
@@ -51,6 +52,7 @@ struct LocalDataset {
   std::vector<std::int32_t> actions;      ///< [rows, local_agents]: this rank's agents
   std::vector<float> rewards, log_probs;  ///< [rows, local_agents]
   std::vector<float> mean_rewards;        ///< [rows]: the mean reward over all agents
+  std::vector<float> all_rewards;         ///< [rows, num_agents]: every agent's
   std::vector<std::uint8_t> terminations, truncations;  ///< [rows]
   /// Where each file's world-steps start in `rows` (and the total at the end).
   std::vector<std::int64_t> file_offsets;
@@ -62,11 +64,19 @@ struct LocalDataset {
   std::int64_t transitions() const { return rows * local_agents; }
   /// The global observation of world-step `r` (every agent's row).
   GlobalObs global(std::int64_t r, bool next = false) const;
-  /// The reward a learner trains on at world-step `r` for local agent `local_agent`:
-  /// (1-β)·own + β·mean over all agents (the team reward of the online learners).
-  double reward(std::int64_t r, int local_agent, double beta) const {
-    const auto i = static_cast<std::size_t>(r * local_agents + local_agent);
-    return (1.0 - beta) * rewards[i] + beta * mean_rewards[static_cast<std::size_t>(r)];
+  /// The reward a learner trains on at world-step `r` for local agent `local_agent`, as the
+  /// online learners get it (core/team_reward.hpp): (1-β)·own + β·team, the team being all
+  /// agents or, given `targets_of` (--team-scope targets), the agent's targets in that spec.
+  double reward(std::int64_t r, int local_agent, double beta,
+                const EnvSpec* targets_of = nullptr) const {
+    if (targets_of == nullptr) {
+      const auto i = static_cast<std::size_t>(r * local_agents + local_agent);
+      return (1.0 - beta) * rewards[i] + beta * mean_rewards[static_cast<std::size_t>(r)];
+    }
+    const float* row =
+        all_rewards.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(num_agents);
+    return learner_reward(*targets_of, num_agents, first_agent + local_agent, beta, true, 0.0,
+                          [row](int j) { return row[j]; });
   }
 };
 

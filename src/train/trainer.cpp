@@ -415,7 +415,8 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
   const EnvSpec& spec = world.spec();
   const int n = world.num_agents(), e = world.copies(), k = world.local_agents(),
             T = learner.rollout_steps;
-  auto agent = learner.make({&spec, &comm, n, world.first_agent(), k, e, run.seed});
+  auto agent = learner.make(
+      {&spec, &comm, n, world.first_agent(), k, e, run.seed, run.team_scope == "targets"});
   world.set_common_episodes(agent->common_episodes());
   check_env(run, spec);
   const bool resuming = !resume_from.empty();

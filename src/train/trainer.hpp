@@ -15,6 +15,7 @@
 #include "core/env.hpp"
 #include "core/learner.hpp"
 #include "core/options.hpp"
+#include "core/team_reward.hpp"
 #include "dist/comm.hpp"
 #include "io/trajectory.hpp"
 
@@ -63,22 +64,6 @@ struct RunConfig {
 /// What the env must offer the run's options (--team-scope targets: a targeted action space);
 /// throws ConfigError. train() checks it too.
 void check_env(const RunConfig& run, const EnvSpec& spec);
-
-/// The reward a learner gets for agent `a` of one env copy: (1-β)·own + β·team, where team is
-/// the mean reward over all `n` agents or (`targets_scope`) over a's targets in `spec` (itself
-/// and its neighbours). `reward_of(j)` is agent j's own reward; `total` their sum over agents.
-template <class RewardOf>
-double learner_reward(const EnvSpec& spec, int n, int a, double beta, bool targets_scope,
-                      double total, const RewardOf& reward_of) {
-  double team = total / n;
-  if (targets_scope) {
-    const auto& tg = spec.targets[static_cast<std::size_t>(a)];
-    team = 0;
-    for (int j : tg) team += reward_of(j);
-    team /= static_cast<double>(tg.size());
-  }
-  return (1.0 - beta) * reward_of(a) + beta * team;
-}
 
 /// Final figures of a run (identical on every rank).
 struct TrainSummary {

@@ -4,6 +4,7 @@
 // another env, agent count or a damaged file.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -118,6 +119,20 @@ TEST(Dataset, EveryRankReadsExactlyItsAgentsRows) {
     double mean = 0;
     for (int a = 0; a < kN; ++a) mean += code(r, w, a, 1) / kN;
     ASSERT_FLOAT_EQ(ds.mean_rewards[static_cast<std::size_t>(i)], static_cast<float>(mean));
+    for (int a = 0; a < kN; ++a)
+      ASSERT_EQ(ds.all_rewards[static_cast<std::size_t>(i * kN + a)], code(r, w, a, 1));
+    // The learner's reward: the team part over all agents, or (--team-scope targets) over the
+    // agent's targets, here itself and the next agent.
+    EnvSpec scoped = spec();
+    for (int a = 0; a < kN; ++a) scoped.targets.push_back({a, (a + 1) % kN});
+    for (int k = 0; k < K; ++k) {
+      const int a = first + k;
+      const double own = code(r, w, a, 1), beta = 0.75;
+      const double targets = (own + code(r, w, (a + 1) % kN, 1)) / 2;
+      EXPECT_NEAR(ds.reward(i, k, beta), 0.25 * own + beta * mean, 1e-3 * std::abs(mean));
+      EXPECT_NEAR(ds.reward(i, k, beta, &scoped), 0.25 * own + beta * targets,
+                  1e-9 * std::abs(targets));
+    }
     for (int a = 0; a < kN; ++a)
       for (int j = 0; j < kD; ++j) {
         ASSERT_EQ(ds.global(i).row(a)[j], code(r, w, a, j));

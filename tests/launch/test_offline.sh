@@ -56,6 +56,24 @@ cmp cql/metrics.csv straight/metrics.csv || fail "two cql runs on the same datas
 exports_and_evaluates cql
 pass "cql repeats, resumes exactly, exports and evaluates"
 
+# --team-scope targets reaches the offline learners: with each site's targets itself and one
+# ring neighbour, the team reward over them is not the mean over all four agents.
+R=("${G[@]}" --site-neighbours 1)
+mpi 2 "$BIN" collect --heuristic least-loaded --episodes 2 "${R[@]}" --run-dir ring > ring.log
+for scope in all targets; do
+  mpi 2 "$BIN" train --algo cql --dataset ring "${R[@]}" --team-scope $scope --dqn-team-reward 1 \
+    --iterations 1 --dqn-rollout-steps 24 --offline-minibatch 64 --no-eval-after --traj-every 0 \
+    --run-dir "cql_$scope" > "cql_$scope.log" 2>&1 || fail "cql, team scope $scope: $(cat "cql_$scope.log")"
+  mpi 2 "$BIN" train --algo awr --dataset ring "${R[@]}" --team-scope $scope --team-reward 1 \
+    --iterations 1 --rollout-steps 24 --offline-minibatch 64 --no-eval-after --traj-every 0 \
+    --run-dir "awr_$scope" > "awr_$scope.log" 2>&1 || fail "awr, team scope $scope: $(cat "awr_$scope.log")"
+done
+for algo in cql awr; do
+  ! cmp -s "${algo}_all/metrics.csv" "${algo}_targets/metrics.csv" \
+    || fail "$algo trained the same with --team-scope targets as with all"
+done
+pass "cql and awr train on the team reward of --team-scope"
+
 # Warm starts: MAPPO from the cloned actor; awr on the same dataset, then MAPPO from its actor
 # and critic.
 mpi 2 "$BIN" train --algo mappo "${G[@]}" --iterations 2 --rollout-steps 24 --init-from bc \

@@ -267,8 +267,9 @@ LearnerEntry tally_entry() {
       [](const LearnerConfigs& c, const EnvSpec&) { return c.get<TallyConfig>().rollout_steps; },
       [](const LearnerConfigs&) { return 0.0; },
       [](const LearnerConfigs&) { return true; },
-      [](const LearnerConfigs& c, const EnvSpec&, const dist::Comm& comm, int, int, int, int,
-         std::uint64_t) { return std::make_unique<Tally>(c.get<TallyConfig>(), comm); },
+      [](const LearnerConfigs& c, const LearnerLayout& l) {
+        return std::make_unique<Tally>(c.get<TallyConfig>(), *l.comm);
+      },
       [](const std::vector<const Learner*>&, const std::string&, const std::string&, bool) {
         MARLSCHED_THROW(ConfigError, "tally has no TorchScript export");
       }};
