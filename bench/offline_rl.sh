@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Offline RL against behaviour cloning on a mixed dataset (issue 25): collects random and
-# least-loaded episodes on the default geodc config (4 sites, 2 ranks x 2 agents; training
+# least-loaded episodes on the default geodc config (4 sites, 2 ranks x 2 agents; or CONFIG; training
 # seeds), trains `--algo bc`, `--algo awr` and `--algo cql` on both files with SEEDS seeds each,
 # evaluates each greedily on the held-out episodes (eval seed 1000) beside every heuristic, and
 # compares awr and cql with bc (`marlsched compare --versus "bc (greedy)"`: paired differences
@@ -13,7 +13,9 @@
 # Usage: bash bench/offline_rl.sh [WORK_DIR]   (env: seeds FIRST_SEED=1 to SEEDS=5, EPISODES=25
 #        ALGOS="bc awr cql" ITERATIONS=20 EPOCHS=5 LR=3e-3 CQL_ITERATIONS=50 CQL_ALPHA=0.3
 #        CQL_GAMMA=0.99 MARLSCHED_BIN=build/launch/marlsched; an existing WORK_DIR keeps its
-#        datasets, so FIRST_SEED=6 SEEDS=10 adds seeds to an earlier call's)
+#        datasets, so FIRST_SEED=6 SEEDS=10 adds seeds to an earlier call's; CONFIG and
+#        AGENTS_PER_RANK pick another layout, e.g. CONFIG=launch/configs/geodc-scale.toml
+#        AGENTS_PER_RANK=4 for 8 sites with the neighbourhood team reward)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/launch/env.sh" > /dev/null
@@ -22,7 +24,8 @@ WORK=${1:-$(mktemp -d)}
 SEEDS=${SEEDS:-5} FIRST_SEED=${FIRST_SEED:-1} EPISODES=${EPISODES:-25} ITERATIONS=${ITERATIONS:-20} EPOCHS=${EPOCHS:-5}
 LR=${LR:-3e-3} ALGOS=${ALGOS:-bc awr cql} CQL_ITERATIONS=${CQL_ITERATIONS:-50}
 CQL_ALPHA=${CQL_ALPHA:-0.3} CQL_GAMMA=${CQL_GAMMA:-0.99}
-CFG=(--config "$ROOT/launch/configs/default.toml" --agents-per-rank 2 --quiet)
+CONFIG=${CONFIG:-$ROOT/launch/configs/default.toml} AGENTS_PER_RANK=${AGENTS_PER_RANK:-2}
+CFG=(--config "$CONFIG" --agents-per-rank "$AGENTS_PER_RANK" --quiet)
 mkdir -p "$WORK"
 for policy in random least-loaded; do
   [ -d "$WORK/data-$policy/trajectories" ] && continue  # collected by an earlier call
