@@ -3,6 +3,7 @@
 //   work alltoallv     Comm::alltoallv (Exchange) vs MPI_Alltoall + MPI_Alltoallv on packed buffers
 //   grad allreduce     dist::GradBucket::average (in place, after the 1/size-seeded backward)
 //                      vs MPI_Allreduce
+//   grad iallreduce    GradBucket::start + finish (MPI_Iallreduce) vs GradBucket::average
 // Each iteration times both forms once, alternating which goes first (bench::timed_pair); the
 // slowest rank's time counts, and the counters give both medians and their ratio.
 // Only rank 0 prints. Run: mpirun -n 2 build/bench/bench_collectives
@@ -79,6 +80,24 @@ void BM_GradAllreduce(benchmark::State& s) {
                       MPI_COMM_WORLD);
       });
 }
+// The nonblocking form of the same reduction (GradBucket::start + finish: MPI_Iallreduce, which
+// Open MPI runs in its libnbc component) against the blocking one (average: MPI_Allreduce) on
+// one bucket: what MAPPO's --overlap-grads costs where nothing overlaps it.
+void BM_GradIallreduce(benchmark::State& s) {
+  std::vector<torch::Tensor> params;
+  for (int i = 0; i < 8; ++i) {
+    params.push_back(torch::zeros({s.range(0) / 8}));
+    params.back().mutable_grad() = torch::ones({s.range(0) / 8});
+  }
+  dist::GradBucket bucket(params);
+  timed(
+      s,
+      [&] {
+        bucket.start(*g_comm);
+        bucket.finish();
+      },
+      [&] { bucket.average(*g_comm); });
+}
 }  // namespace
 
 // Fixed iteration counts: every rank must run the same number of collectives.
@@ -87,6 +106,8 @@ void BM_GradAllreduce(benchmark::State& s) {
 BENCHMARK(BM_Allgather) MARLSCHED_SIZES;
 BENCHMARK(BM_Alltoallv) MARLSCHED_SIZES;
 BENCHMARK(BM_GradAllreduce) MARLSCHED_SIZES;
+// 1 << 15 floats: about MAPPO's default actor and critic together (6,920 + 24,449).
+BENCHMARK(BM_GradIallreduce) MARLSCHED_SIZES->Arg(1 << 15);
 
 int main(int argc, char** argv) {
   return bench::mpi_benchmark_main(argc, argv, g_comm,

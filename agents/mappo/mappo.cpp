@@ -167,10 +167,14 @@ UpdateStats Mappo::update(const PolicyInput& last) {
       else
         m.autograd_gradients(u, rows_idx, mb, s, t_comm);
       const double t1 = now();
-      if (m.cfg.share_actor) m.actor_grads.start(m.comm);
-      if (!m.cfg.overlap_grads) m.critic_grads.start(m.comm);
-      m.critic_grads.finish();
-      m.actor_grads.finish();
+      if (m.cfg.overlap_grads) {  // the critic's allreduce started before the actor's backward
+        if (m.cfg.share_actor) m.actor_grads.start(m.comm);
+        m.critic_grads.finish();
+        m.actor_grads.finish();
+      } else {  // nothing to overlap: blocking allreduces
+        if (m.cfg.share_actor) m.actor_grads.average(m.comm);
+        m.critic_grads.average(m.comm);
+      }
       const double t2 = now();
       t_comm += t2 - t1;
       s[5] += nn::clip_grad_norm(actor_params, m.cfg.max_grad_norm);

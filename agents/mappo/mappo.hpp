@@ -62,8 +62,11 @@ struct MappoConfig {
   /// actor (--share-actor) or one per agent.
   std::vector<int> actor_groups;
   bool value_norm = true;
-  /// Start the critic's gradient allreduce (nonblocking) before the actor's backward pass.
-  bool overlap_grads = true;
+  /// Start the critic's gradient allreduce (nonblocking) before the actor's backward pass. Off
+  /// by default: Open MPI progresses a nonblocking collective only inside MPI calls, so nothing
+  /// overlaps, and its MPI_Iallreduce (libnbc) is slower than the blocking MPI_Allreduce
+  /// (bench_collectives' BM_GradIallreduce; docs/performance.md).
+  bool overlap_grads = false;
   /// Where the networks and batches live (LearnerConfigs binds --device; see nn::check_device).
   std::string device = "cpu";
   /// The critic's input (--critic): "concat", V(every agent's observation, agent id), whose

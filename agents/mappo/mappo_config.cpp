@@ -39,7 +39,8 @@ void MappoConfig::bind(OptionBinder& b) {
   b.add("value-norm", value_norm, "normalise value targets with running moments");
   b.add("overlap-grads", overlap_grads,
         "start the critic's gradient allreduce (MPI_Iallreduce) before the actor's backward pass, "
-        "so the two overlap; off: one blocking allreduce after both");
+        "so that they may overlap; off: blocking allreduces (MPI_Allreduce) after both, faster "
+        "where the MPI library has no asynchronous progress");
   b.add("team-reward", team_reward, "β in reward = (1-β)·own + β·mean over agents");
   b.add("rollout-steps", rollout_steps, "environment steps per update");
   b.add("imitate", imitate,

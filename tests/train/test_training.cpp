@@ -22,7 +22,7 @@ std::string run_dir(const dist::Comm& comm, const std::string& tag) {
 }
 
 TrainSummary small_run(const dist::Comm& comm, int agents_per_rank, bool share,
-                       const std::string& dir, bool overlap = true) {
+                       const std::string& dir, bool overlap = false) {
   geodc::Config env;
   env.episode_slots = 24;
   const int n = agents_per_rank * comm.size();
@@ -68,7 +68,7 @@ TEST(Training, SeveralAgentsPerRankAndSeparateActors) {
 }
 
 TEST(Training, OverlappedGradientAveragingMatchesTheBlockingOne) {
-  // The critic's nonblocking allreduce (--overlap-grads) against one blocking allreduce after both
+  // The critic's nonblocking allreduce (--overlap-grads) against the blocking allreduces after both
   // backward passes: the same sums, so the same training, bit for bit, where the reduction order
   // cannot differ (at most two ranks; at more, the two MPI algorithms may add in other orders).
   auto comm = dist::Comm::world();
