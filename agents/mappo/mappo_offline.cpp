@@ -68,8 +68,7 @@ int Mappo::Impl::offline_actor_epoch(int minibatch, const torch::Tensor& weights
     else
       loss.backward();
     const double t1 = now();
-    if (m.cfg.share_actor) m.actor_grads.start(m.comm);
-    m.actor_grads.finish();
+    if (m.cfg.share_actor) m.actor_grads.average(m.comm);
     const double t2 = now();
     s[2] += nn::clip_grad_norm(actor_params, m.cfg.max_grad_norm);
     nn::adam_step(*m.actor_opt);
@@ -172,8 +171,7 @@ UpdateStats Mappo::awr(const LocalDataset& data, const AwrOptions& opt) {
       m.critic_grads.zero();
       m.critic_grads.backward(loss, m.comm);
       const double t1 = now();
-      m.critic_grads.start(m.comm);
-      m.critic_grads.finish();
+      m.critic_grads.average(m.comm);
       const double t2 = now();
       c[1] += nn::clip_grad_norm(critic_params, m.cfg.max_grad_norm);
       nn::adam_step(*m.critic_opt);
