@@ -31,7 +31,8 @@ void DqnConfig::bind(OptionBinder& b) {
   b.add("dqn-share", share, "one Q-network shared by all agents (with agent-id input)");
   b.add("dqn-huber-delta", huber_delta, "Huber loss δ of the TD error");
   b.add("dqn-max-grad-norm", max_grad_norm, "global gradient norm clip");
-  b.add("dqn-team-reward", team_reward, "β in reward = (1-β)·own + β·mean over agents");
+  b.add("dqn-team-reward", team_reward,
+        "β in reward = (1-β)·own + β·team (every agent, or --team-scope targets)");
   b.add("dqn-rollout-steps", rollout_steps, "environment steps per iteration");
 }
 

@@ -41,7 +41,8 @@ void MappoConfig::bind(OptionBinder& b) {
         "start the critic's gradient allreduce (MPI_Iallreduce) before the actor's backward pass, "
         "so that they may overlap; off: blocking allreduces (MPI_Allreduce) after both, faster "
         "where the MPI library has no asynchronous progress");
-  b.add("team-reward", team_reward, "β in reward = (1-β)·own + β·mean over agents");
+  b.add("team-reward", team_reward,
+        "β in reward = (1-β)·own + β·team (every agent, or --team-scope targets)");
   b.add("rollout-steps", rollout_steps, "environment steps per update");
   b.add("imitate", imitate,
         "warm start: a heuristic baseline (e.g. least-loaded) whose action in every state the "

@@ -20,7 +20,8 @@ void MasacConfig::bind(OptionBinder& b) {
         "target policy entropy as a fraction of log(number of actions)");
   b.add("sac-init-alpha", init_alpha, "initial temperature α");
   b.add("sac-max-grad-norm", max_grad_norm, "global gradient norm clip (actor and critics)");
-  b.add("sac-team-reward", team_reward, "β in reward = (1-β)·own + β·mean over agents");
+  b.add("sac-team-reward", team_reward,
+        "β in reward = (1-β)·own + β·team (every agent, or --team-scope targets)");
   b.add("sac-rollout-steps", rollout_steps, "environment steps per iteration");
 }
 
