@@ -58,13 +58,18 @@ void BM_Alltoallv(benchmark::State& s) {
                       disp.data(), MPI_BYTE, MPI_COMM_WORLD);
       });
 }
-void BM_GradAllreduce(benchmark::State& s) {
-  // The floats are spread over 8 tensors, as in a small actor-critic.
+/// `n` floats of gradients spread over 8 tensors, as in a small actor-critic.
+std::vector<torch::Tensor> grad_params(std::int64_t n) {
   std::vector<torch::Tensor> params;
   for (int i = 0; i < 8; ++i) {
-    params.push_back(torch::zeros({s.range(0) / 8}));
-    params.back().mutable_grad() = torch::ones({s.range(0) / 8});
+    params.push_back(torch::zeros({n / 8}));
+    params.back().mutable_grad() = torch::ones({n / 8});
   }
+  return params;
+}
+
+void BM_GradAllreduce(benchmark::State& s) {
+  auto params = grad_params(s.range(0));
   dist::GradBucket bucket(params);  // as the learners hold them: built once
   // ... and fill it as they do, through the 1/size-seeded backward (so averaging is the allreduce
   // alone; the gradients' values do not matter to the timing).
@@ -84,12 +89,7 @@ void BM_GradAllreduce(benchmark::State& s) {
 // Open MPI runs in its libnbc component) against the blocking one (average: MPI_Allreduce) on
 // one bucket: what MAPPO's --overlap-grads costs where nothing overlaps it.
 void BM_GradIallreduce(benchmark::State& s) {
-  std::vector<torch::Tensor> params;
-  for (int i = 0; i < 8; ++i) {
-    params.push_back(torch::zeros({s.range(0) / 8}));
-    params.back().mutable_grad() = torch::ones({s.range(0) / 8});
-  }
-  dist::GradBucket bucket(params);
+  dist::GradBucket bucket(grad_params(s.range(0)));
   timed(
       s,
       [&] {

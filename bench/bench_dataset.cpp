@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
       world_steps = ds.rows;
       transitions = ds.transitions();
       bytes = static_cast<double>((ds.observations.size() + ds.next_observations.size() +
-                                   ds.all_rewards.size() + ds.log_probs.size()) *
+                                   ds.rewards.size() + ds.log_probs.size()) *
                                       sizeof(float) +
                                   ds.actions.size() * sizeof(std::int32_t) +
                                   (ds.terminations.size() + ds.truncations.size()) *

@@ -188,18 +188,15 @@ LocalDataset read_dataset(const dist::Comm& comm, const std::vector<std::string>
     read_slab(r, path, "actions", dxpl.get(), {0, 0, f0}, {S, W, K}, ibuf);
     append_world_major(ibuf, info.rows, info.worlds, K, out.actions);
     read_slab(r, path, "rewards", dxpl.get(), {0, 0, 0}, {S, W, N}, fbuf);
-    std::vector<float> own(static_cast<std::size_t>(S * W * K)),
-        mean(static_cast<std::size_t>(S * W));
+    std::vector<float> mean(static_cast<std::size_t>(S * W));
     for (std::size_t i = 0; i < mean.size(); ++i) {
       const float* row = fbuf.data() + i * N;
-      std::copy_n(row + f0, K, own.data() + i * K);
       double sum = 0;
       for (hsize_t a = 0; a < N; ++a) sum += row[a];
       mean[i] = static_cast<float>(sum / static_cast<double>(N));
     }
-    append_world_major(own, info.rows, info.worlds, K, out.rewards);
+    append_world_major(fbuf, info.rows, info.worlds, N, out.rewards);
     append_world_major(mean, info.rows, info.worlds, 1, out.mean_rewards);
-    append_world_major(fbuf, info.rows, info.worlds, N, out.all_rewards);
     if (h5::exists(r, "log_probs")) {
       read_slab(r, path, "log_probs", dxpl.get(), {0, 0, f0}, {S, W, K}, fbuf);
     } else {

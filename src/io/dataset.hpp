@@ -47,12 +47,12 @@ DatasetInfo inspect_dataset(const std::string& path, const EnvSpec& spec, int nu
 struct LocalDataset {
   std::int64_t rows = 0;  ///< world-steps
   int num_agents = 0, first_agent = 0, local_agents = 0, obs_dim = 0;
-  std::vector<float> observations;        ///< [rows, num_agents, obs_dim]: every agent's
-  std::vector<float> next_observations;   ///< [rows, num_agents, obs_dim]: every agent's
-  std::vector<std::int32_t> actions;      ///< [rows, local_agents]: this rank's agents
-  std::vector<float> rewards, log_probs;  ///< [rows, local_agents]
-  std::vector<float> mean_rewards;        ///< [rows]: the mean reward over all agents
-  std::vector<float> all_rewards;         ///< [rows, num_agents]: every agent's
+  std::vector<float> observations;       ///< [rows, num_agents, obs_dim]: every agent's
+  std::vector<float> next_observations;  ///< [rows, num_agents, obs_dim]: every agent's
+  std::vector<std::int32_t> actions;     ///< [rows, local_agents]: this rank's agents
+  std::vector<float> rewards;            ///< [rows, num_agents]: every agent's
+  std::vector<float> log_probs;          ///< [rows, local_agents]
+  std::vector<float> mean_rewards;       ///< [rows]: the mean reward over all agents
   std::vector<std::uint8_t> terminations, truncations;  ///< [rows]
   /// Where each file's world-steps start in `rows` (and the total at the end).
   std::vector<std::int64_t> file_offsets;
@@ -69,13 +69,12 @@ struct LocalDataset {
   /// agents or, given `targets_of` (--team-scope targets), the agent's targets in that spec.
   double reward(std::int64_t r, int local_agent, double beta,
                 const EnvSpec* targets_of = nullptr) const {
-    if (targets_of == nullptr) {
-      const auto i = static_cast<std::size_t>(r * local_agents + local_agent);
-      return (1.0 - beta) * rewards[i] + beta * mean_rewards[static_cast<std::size_t>(r)];
-    }
     const float* row =
-        all_rewards.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(num_agents);
-    return learner_reward(*targets_of, num_agents, first_agent + local_agent, beta, true, 0.0,
+        rewards.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(num_agents);
+    const int a = first_agent + local_agent;
+    if (targets_of == nullptr)
+      return (1.0 - beta) * row[a] + beta * mean_rewards[static_cast<std::size_t>(r)];
+    return learner_reward(*targets_of, num_agents, a, beta, true, 0.0,
                           [row](int j) { return row[j]; });
   }
 };

@@ -113,14 +113,14 @@ TEST(Dataset, EveryRankReadsExactlyItsAgentsRows) {
     for (int k = 0; k < K; ++k) {
       const auto at = static_cast<std::size_t>(i * K + k);
       ASSERT_EQ(ds.actions[at], static_cast<std::int32_t>(code(r, w, first + k, 0))) << i;
-      ASSERT_EQ(ds.rewards[at], code(r, w, first + k, 1));
+      ASSERT_EQ(ds.reward(i, k, 0.0), code(r, w, first + k, 1));
       ASSERT_EQ(ds.log_probs[at], -code(r, w, first + k, 2));
     }
     double mean = 0;
     for (int a = 0; a < kN; ++a) mean += code(r, w, a, 1) / kN;
     ASSERT_FLOAT_EQ(ds.mean_rewards[static_cast<std::size_t>(i)], static_cast<float>(mean));
     for (int a = 0; a < kN; ++a)
-      ASSERT_EQ(ds.all_rewards[static_cast<std::size_t>(i * kN + a)], code(r, w, a, 1));
+      ASSERT_EQ(ds.rewards[static_cast<std::size_t>(i * kN + a)], code(r, w, a, 1));
     // The learner's reward: the team part over all agents, or (--team-scope targets) over the
     // agent's targets, here itself and the next agent.
     EnvSpec scoped = spec();
