@@ -1,10 +1,39 @@
 #include "io/h5.hpp"
 
+#include <atomic>
 #include <mutex>
 
 #include "core/error.hpp"
 
+namespace {
+// HDF5 1.10's MPI-IO driver calls MPI_File_sync in every H5Fflush and has no setting to skip it
+// (1.14 added HDF5_DO_MPI_FILE_SYNC, for consistency on NFS, not for this). The MPI profiling
+// interface lets a program define MPI_File_sync itself and reach the library's through
+// PMPI_File_sync, as profilers such as mpiP and Darshan do. This definition passes every call on,
+// except one made by h5::flush(file, sync = false) on the same thread.
+thread_local bool skip_file_sync = false;
+std::atomic<std::int64_t> syncs_seen{0}, syncs_passed{0};
+}  // namespace
+
+extern "C" int MPI_File_sync(MPI_File fh) {
+  syncs_seen.fetch_add(1, std::memory_order_relaxed);
+  if (skip_file_sync) return MPI_SUCCESS;
+  syncs_passed.fetch_add(1, std::memory_order_relaxed);
+  return PMPI_File_sync(fh);
+}
+
 namespace marlsched::h5 {
+
+void flush(hid_t file, bool sync, const std::string& what) {
+  skip_file_sync = !sync;
+  const herr_t status = H5Fflush(file, H5F_SCOPE_GLOBAL);
+  skip_file_sync = false;
+  check(status, what);
+}
+
+FileSyncCounts file_sync_counts() {
+  return {syncs_seen.load(std::memory_order_relaxed), syncs_passed.load(std::memory_order_relaxed)};
+}
 
 void silence_errors() {
   static std::once_flag once;

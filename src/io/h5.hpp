@@ -71,6 +71,26 @@ Id open_parallel(const std::string& path, MPI_Comm comm);
 /// Opens an existing file on this process alone (serial driver).
 Id open_serial(const std::string& path, bool writable);
 
+/// Collective for a parallel file: H5Fflush(file, H5F_SCOPE_GLOBAL), which writes HDF5's
+/// metadata cache and hands every byte to the OS, so that the file on disk is consistent and
+/// readable by any process, also after this one is killed. With `sync`, the flush also asks the
+/// storage to persist it (fsync, surviving a node crash), as HDF5 1.10's MPI-IO driver always
+/// does; without, that sync is skipped: the same page-cache state, without waiting for the disk.
+/// Every rank must pass the same `sync` (MPI_File_sync is collective).
+void flush(hid_t file, bool sync, const std::string& what);
+
+/// h5.cpp defines MPI_File_sync (the MPI profiling interface) to make that choice, so a program
+/// linking this library gets that definition: it passes every call on to PMPI_File_sync except
+/// those inside `flush(file, false)`, and takes the place of a profiler's own MPI_File_sync
+/// wrapper.
+///
+/// How often this process's MPI_File_sync was reached (`seen`) and how often it was passed on to
+/// the MPI library (`synced`); for the tests that check that interposition.
+struct FileSyncCounts {
+  std::int64_t seen = 0, synced = 0;
+};
+FileSyncCounts file_sync_counts();
+
 bool exists(hid_t loc, const std::string& path);
 /// Whether `obj` has an attribute `name`.
 bool has_attr(hid_t obj, const std::string& name);

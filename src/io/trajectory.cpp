@@ -48,6 +48,10 @@ void TrajConfig::bind(OptionBinder& b) {
   b.add("traj-writer", writer,
         "who writes and compresses: thread (a background thread per rank), inline (the training "
         "thread) or auto (the thread where the rank has a spare core)");
+  b.add("traj-sync", sync,
+        "when a flush waits for the disk (fsync): checkpoint (at checkpoints and the end; other "
+        "flushes reach the OS, which keeps them through a crash of the run but not of the node) "
+        "or flush (every flush)");
 }
 
 void TrajConfig::validate() const {
@@ -67,6 +71,8 @@ void TrajConfig::validate() const {
   MARLSCHED_REQUIRE(level >= 1 && level <= 9, "--traj-level must be in 1..9, got " << level);
   MARLSCHED_REQUIRE(writer == "auto" || writer == "thread" || writer == "inline",
                     "--traj-writer must be auto, thread or inline, got '" << writer << "'");
+  MARLSCHED_REQUIRE(sync == "checkpoint" || sync == "flush",
+                    "--traj-sync must be checkpoint or flush, got '" << sync << "'");
   MARLSCHED_REQUIRE(chunk_steps >= 0, "--traj-chunk-steps must be >= 0, got " << chunk_steps);
 }
 
@@ -104,7 +110,7 @@ struct TrajectoryWriter::Impl {
   // thread writes `pending`. Everything below is guarded by `mu`.
   std::mutex mu;
   std::condition_variable cv;
-  bool job = false, stop = false;
+  bool job = false, stop = false, job_sync = false;
   std::int64_t job_first = 0, job_rows = 0, rows_on_disk = 0;
   int job_iteration = 0;
   double writer_seconds = 0;
@@ -196,7 +202,7 @@ struct TrajectoryWriter::Impl {
       fields.push_back(std::move(f));
     }
     write_root_attributes();
-    h5::check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "H5Fflush " + path);
+    h5::flush(file.get(), cfg.sync == "flush", "H5Fflush " + path);
     comm.barrier();
   }
 
@@ -278,15 +284,15 @@ struct TrajectoryWriter::Impl {
     f.pending.clear();
   }
 
-  /// Collective over `comm`: writes the pending rows, updates the row count, H5Fflush, barrier.
-  /// Runs on the writer thread (or on the training thread without one); the only HDF5 calls in
-  /// the process while the thread lives.
-  void write_job(std::int64_t first, std::int64_t count, int last_iteration) {
+  /// Collective over `comm`: writes the pending rows, updates the row count, H5Fflush (with an
+  /// fsync when `sync`), barrier. Runs on the writer thread (or on the training thread without
+  /// one); the only HDF5 calls in the process while the thread lives.
+  void write_job(std::int64_t first, std::int64_t count, int last_iteration, bool sync) {
     if (count > 0)
       for (auto& f : fields) write_field(f, first, count);
     h5::write_attr(file.get(), "rows", first + count);
     h5::write_attr(file.get(), "last_flushed_iteration", static_cast<std::int64_t>(last_iteration));
-    h5::check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "cannot flush " + path);
+    h5::flush(file.get(), sync, "cannot flush " + path);
     // Nobody leaves the flush before everyone's data is on its way to disk: a rank that dies
     // later cannot interrupt another rank's half-written flush.
     comm.barrier();
@@ -299,11 +305,12 @@ struct TrajectoryWriter::Impl {
       if (!job) return;
       const std::int64_t first = job_first, count = job_rows;
       const int it = job_iteration;
+      const bool sync = job_sync;
       lk.unlock();
       const double t0 = now();
       std::exception_ptr e;
       try {
-        write_job(first, count, it);
+        write_job(first, count, it, sync);
       } catch (...) {
         e = std::current_exception();
       }
@@ -327,8 +334,10 @@ struct TrajectoryWriter::Impl {
   }
 
   /// Hands the buffered rows to the writer (after the previous job is done) and, when `durable`
-  /// or without a writer thread, waits until they are on disk.
+  /// or without a writer thread, waits until they are written (and, when `durable` or with
+  /// --traj-sync flush, synced to the disk).
   void flush(int last_iteration, bool durable) {
+    const bool sync = durable || cfg.sync == "flush";
     const double t0 = now();
     wait_idle();
     for (auto& f : fields) f.buffer.swap(f.pending);
@@ -342,11 +351,12 @@ struct TrajectoryWriter::Impl {
         job_first = first;
         job_rows = count;
         job_iteration = last_iteration;
+        job_sync = sync;
       }
       cv.notify_all();
       if (durable) wait_idle();
     } else {
-      write_job(first, count, last_iteration);
+      write_job(first, count, last_iteration, sync);
       std::lock_guard lk(mu);
       rows_on_disk = first + count;
     }

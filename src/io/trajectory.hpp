@@ -21,10 +21,11 @@
 /// and collective compressed writes move no data between ranks) and compressed (deflate,
 /// optionally after the shuffle filter; szip; or none). Rows are buffered in memory and written by
 /// `flush()`, one collective extend + write per dataset, then H5Fflush and a barrier: the file on
-/// disk is consistent after every completed flush and untouched between flushes, so a crash outside
-/// a flush leaves everything flushed readable. By default a background thread of each rank does
-/// that writing, on its own communicator, while the training thread fills the next buffer; it is
-/// then the only thread of the process that calls HDF5.
+/// disk is consistent after every completed flush and untouched between flushes, so a crash of
+/// the run outside a flush leaves everything flushed readable (a crash of the node, everything up
+/// to the last synced flush: `TrajConfig::sync`). Where every rank has a core to spare, a
+/// background thread of each rank does that writing, on its own communicator, while the training
+/// thread fills the next buffer; it is then the only thread of the process that calls HDF5.
 
 #include <cstdint>
 #include <memory>
@@ -63,6 +64,12 @@ struct TrajConfig {
   /// (Comm::cores_per_rank). A thread sharing its rank's only core slows the run down: its
   /// collectives spin against the training thread (docs/performance.md).
   std::string writer = "auto";
+  /// When a flush waits for the storage (fsync, through HDF5's MPI_File_sync): "checkpoint"
+  /// (default), at every checkpoint's flush and the last; other flushes hand their bytes to the
+  /// OS only, which keeps them readable after the run is killed but not after the node crashes
+  /// (a resume cuts a segment back to its checkpoint's rows anyway). "flush": every flush, which
+  /// took about a third of the logging time of the default run (docs/performance.md).
+  std::string sync = "checkpoint";
 
   void bind(OptionBinder& b);
   void validate() const;
@@ -115,7 +122,9 @@ class TrajectoryWriter {
   /// H5Fflush, barrier. `last_iteration` is the newest iteration whose rows are all buffered.
   /// With a background thread it first waits for the previous flush, hands the rows over and
   /// returns, unless `durable` (a checkpoint's rows must be on disk): then it returns after
-  /// the barrier. An error of the writer thread is thrown here, at the next flush or close.
+  /// the barrier. A durable flush also syncs the file to the storage (as every flush does with
+  /// `TrajConfig::sync` "flush"). An error of the writer thread is thrown here, at the next flush
+  /// or close.
   void flush(int last_iteration, bool durable = false);
   /// Collective: flushes, marks the file complete (attribute `complete` = 1) and closes it.
   void close(int last_iteration);

@@ -223,6 +223,47 @@ TEST(Trajectory, AnUnclosedWriterWithAThreadLeavesItsLastFlushOnDisk) {
   comm.barrier();
 }
 
+TEST(Trajectory, OnlyDurableFlushesSyncTheDiskUnlessEveryFlushIsAsked) {
+  // HDF5 calls MPI_File_sync in every H5Fflush; h5.cpp's definition of MPI_File_sync sees each
+  // call and passes on only those of a durable flush (a checkpoint's, the last), or all of them
+  // with --traj-sync flush. `seen` counting the calls shows that HDF5's calls do reach it.
+  auto comm = dist::Comm::world();
+  const auto dir = test::shared_temp_dir(comm, "traj-sync");
+  for (const std::string writer : {"inline", "thread"}) {
+    for (const std::string sync : {"checkpoint", "flush"}) {
+      TrajConfig cfg;
+      cfg.writer = writer;
+      cfg.sync = sync;
+      const auto before = h5::file_sync_counts();
+      {
+        TrajectoryWriter w(comm, cfg, traj_segment_path(dir, 0), test_meta());
+        for (int r = 0; r < 4; ++r) w.append(make_step(r, kK * comm.rank()));
+        w.flush(1, /*durable=*/false);
+        for (int r = 4; r < 8; ++r) w.append(make_step(r, kK * comm.rank()));
+        w.flush(2, /*durable=*/false);
+        // A durable flush first waits for the writer thread's previous one.
+        w.flush(2, /*durable=*/true);
+        const auto after = h5::file_sync_counts();
+        // create's flush, two plain ones, one durable
+        EXPECT_EQ(after.seen - before.seen, 4) << writer << ", sync " << sync;
+        EXPECT_EQ(after.synced - before.synced, sync == "flush" ? 4 : 1)
+            << writer << ", sync " << sync;
+        w.close(2);  // its flush is durable
+        const auto closed = h5::file_sync_counts();
+        EXPECT_EQ(closed.seen - after.seen, 1) << writer << ", sync " << sync;
+        EXPECT_EQ(closed.synced - after.synced, 1) << writer << ", sync " << sync;
+      }
+      if (comm.is_root()) {  // what the unsynced flushes wrote reads back like the rest
+        h5::Id f = h5::open_serial(traj_segment_path(dir, 0), false);
+        EXPECT_EQ(h5::read_attr_int(f.get(), "rows"), 8);
+        EXPECT_EQ(h5::read_attr_int(f.get(), "complete"), 1);
+      }
+      comm.barrier();
+    }
+  }
+  comm.barrier();
+}
+
 TEST(Trajectory, OptionalFieldsAndCompressionChoices) {
   auto comm = dist::Comm::world();
   const auto dir = test::shared_temp_dir(comm, "traj-fields");
@@ -270,6 +311,9 @@ TEST(Trajectory, ConfigValidationNamesTheBadValue) {
   EXPECT_THROW(c.validate(), ConfigError);
   c = TrajConfig{};
   c.writer = "async";
+  EXPECT_THROW(c.validate(), ConfigError);
+  c = TrajConfig{};
+  c.sync = "never";
   EXPECT_THROW(c.validate(), ConfigError);
 }
 
