@@ -101,6 +101,7 @@ struct TrajectoryWriter::Impl {
   h5::Id file;
   h5::Id dxpl;
   std::vector<Field> fields;
+  bool writeback = false;     ///< this rank starts its node's write-back after unsynced flushes
   std::int64_t rows = 0;      ///< rows handed to the writer (training thread)
   std::int64_t buffered = 0;  ///< rows in `buffer` (training thread)
   double seconds = 0;         ///< training thread's time in append/flush/close
@@ -138,6 +139,7 @@ struct TrajectoryWriter::Impl {
       while (cs > 1 && cs * obs_step_bytes > (1u << 20)) cs = (cs + 1) / 2;
 
     file = h5::create_parallel(path, comm.raw());
+    writeback = comm.node_rank() == 0;
     dxpl = h5::plist(H5P_DATASET_XFER);
     h5::check(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
     h5::Id infos = h5::create_group(file.get(), "infos");
@@ -293,6 +295,9 @@ struct TrajectoryWriter::Impl {
     h5::write_attr(file.get(), "rows", first + count);
     h5::write_attr(file.get(), "last_flushed_iteration", static_cast<std::int64_t>(last_iteration));
     h5::flush(file.get(), sync, "cannot flush " + path);
+    // Unsynced, the rows sit in the node's page cache: start writing them back now, so that the
+    // next synced flush (a checkpoint's, the last) does not wait for all of them at once.
+    if (!sync && writeback) h5::start_writeback(file.get());
     // Nobody leaves the flush before everyone's data is on its way to disk: a rank that dies
     // later cannot interrupt another rank's half-written flush.
     comm.barrier();
