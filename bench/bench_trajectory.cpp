@@ -2,10 +2,14 @@
 // One benchmark iteration = one training iteration's worth of the default run's data on every
 // rank (96 steps x 4 worlds x agents-per-rank agents, geodc's 14 observation floats and 6 reward
 // components): buffered, then flushed collectively into one parallel HDF5 file.
-//   Writer/deflate   TrajectoryWriter, shuffle + deflate 4 (the default)
-//   Writer/none      TrajectoryWriter, no compression
-//   Raw/write        each rank write()s the same bytes to its own file
-//   Raw/write+fsync  the same plus fsync, as H5Fflush syncs the MPI-IO file
+//   Writer/deflate         TrajectoryWriter, deflate 1 without shuffle (--traj-compression deflate)
+//   Writer/none            TrajectoryWriter, no compression (the default)
+//   Raw/write              each rank write()s the same bytes to its own file
+//   Raw/write+writeback    the same plus sync_file_range(SYNC_FILE_RANGE_WRITE) on each node's
+//                          first rank, as an unsynced flush does (the default between checkpoints)
+//   Raw/write+fsync        the same plus fsync, as a synced flush does (checkpoints, the last one;
+//                          every flush with --traj-sync flush)
+// The writer's flushes here are unsynced (`flush(it)`), as between checkpoints in training.
 // Time per iteration is the slowest rank's (manual timing; fixed iteration counts so that all
 // ranks run the same collectives). Only rank 0 prints. Files go to $MARLSCHED_BENCH_DIR (/tmp).
 // Run: mpirun -n 4 build/bench/bench_trajectory   (launch/env.sh sourced)
@@ -105,10 +109,13 @@ void writer(benchmark::State& s, const std::string& compression) {
   if (g_comm->is_root()) std::filesystem::remove(path);
 }
 
-void raw(benchmark::State& s, bool sync) {
+enum class Sync { None, Writeback, Fsync };
+
+void raw(benchmark::State& s, Sync sync) {
   const int k = agents_per_rank(s);
-  const std::string path =
-      bench_dir() + "/raw-" + std::to_string(g_comm->rank()) + (sync ? "-sync" : "") + ".bin";
+  const bool writeback = sync == Sync::Writeback && g_comm->node_rank() == 0;
+  const std::string path = bench_dir() + "/raw-" + std::to_string(g_comm->rank()) + "-" +
+                           std::to_string(static_cast<int>(sync)) + ".bin";
   std::vector<std::byte> buf(static_cast<std::size_t>(kT) * step_bytes(make_step(k, 0)),
                              std::byte{1});
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -119,7 +126,8 @@ void raw(benchmark::State& s, bool sync) {
       if (n <= 0) break;
       off += static_cast<std::size_t>(n);
     }
-    if (sync) ::fsync(fd);
+    if (sync == Sync::Fsync) ::fsync(fd);
+    if (writeback) ::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
   });
   ::close(fd);
   std::filesystem::remove(path);
@@ -132,10 +140,13 @@ void BM_Writer_None(benchmark::State& s) {
   writer(s, "none");
 }
 void BM_Raw_Write(benchmark::State& s) {
-  raw(s, false);
+  raw(s, Sync::None);
+}
+void BM_Raw_WriteWriteback(benchmark::State& s) {
+  raw(s, Sync::Writeback);
 }
 void BM_Raw_WriteFsync(benchmark::State& s) {
-  raw(s, true);
+  raw(s, Sync::Fsync);
 }
 }  // namespace
 
@@ -145,6 +156,7 @@ void BM_Raw_WriteFsync(benchmark::State& s) {
 BENCHMARK(BM_Writer_Deflate) MARLSCHED_CASES;
 BENCHMARK(BM_Writer_None) MARLSCHED_CASES;
 BENCHMARK(BM_Raw_Write) MARLSCHED_CASES;
+BENCHMARK(BM_Raw_WriteWriteback) MARLSCHED_CASES;
 BENCHMARK(BM_Raw_WriteFsync) MARLSCHED_CASES;
 
 int main(int argc, char** argv) {
