@@ -178,25 +178,36 @@ void Shard::observe(float* out) const {
     if (j.available > t_) ++inbound;
   }
   const auto h = epoch_hour();
-  const double ci = site_->carbon.at(h), pr = site_->price.at(h);
-  const double ci_next = site_->carbon.mean(h + 1, 4), pr_next = site_->price.mean(h + 1, 4);
-  const double local_hour = static_cast<double>((h % 24 + 24) % 24) +
-                            cfg_.utc_offsets[static_cast<std::size_t>(site_index_)];
+  HourFields& f = hour_fields_;
+  if (f.hour != h) {
+    const double ci = site_->carbon.at(h), pr = site_->price.at(h);
+    const double ci_next = site_->carbon.mean(h + 1, 4), pr_next = site_->price.mean(h + 1, 4);
+    const double local_hour = static_cast<double>((h % 24 + 24) % 24) +
+                              cfg_.utc_offsets[static_cast<std::size_t>(site_index_)];
+    f.hour = h;
+    f.carbon = static_cast<float>(ci / 500.0);
+    f.price = static_cast<float>(pr / 100.0);
+    f.carbon_trend = static_cast<float>(std::clamp(ci > 0 ? ci_next / ci - 1.0 : 0.0, -1.0, 1.0));
+    f.price_trend =
+        static_cast<float>(std::clamp(std::abs(pr) > 1e-9 ? pr_next / pr - 1.0 : 0.0, -1.0, 1.0));
+    f.sin = static_cast<float>(std::sin(6.283185307179586 * local_hour / 24.0));
+    f.cos = static_cast<float>(std::cos(6.283185307179586 * local_hour / 24.0));
+  }
   const double qn = static_cast<double>(queue_.size());
   const float v[] = {
       static_cast<float>(static_cast<double>(capacity_ - busy) / capacity_),
-      static_cast<float>(ci / 500.0),
-      static_cast<float>(pr / 100.0),
+      f.carbon,
+      f.price,
       static_cast<float>(std::min(4.0, demand / capacity_)),
       static_cast<float>(static_cast<double>(busy) / capacity_),
       static_cast<float>(qn / cfg_.max_queue),
       static_cast<float>(qn > 0 ? urgent / qn : 0.0),
       static_cast<float>(qn > 0 ? slack / qn / cfg_.episode_slots : 0.0),
       static_cast<float>(std::min(1.0, inbound / 16.0)),
-      static_cast<float>(std::clamp(ci > 0 ? ci_next / ci - 1.0 : 0.0, -1.0, 1.0)),
-      static_cast<float>(std::clamp(std::abs(pr) > 1e-9 ? pr_next / pr - 1.0 : 0.0, -1.0, 1.0)),
-      static_cast<float>(std::sin(6.283185307179586 * local_hour / 24.0)),
-      static_cast<float>(std::cos(6.283185307179586 * local_hour / 24.0)),
+      f.carbon_trend,
+      f.price_trend,
+      f.sin,
+      f.cos,
       static_cast<float>(static_cast<double>(t_) / cfg_.episode_slots),
   };
   static_assert(sizeof(v) / sizeof(v[0]) == 14, "obs fields");
@@ -214,8 +225,8 @@ void Shard::act(int action, const GlobalObs& /*global*/, std::vector<WorkRecord>
     return a.deadline != b.deadline ? a.deadline < b.deadline : a.id < b.id;
   });
   int free_gpus = capacity_ - busy_gpus();
-  std::vector<Job> keep;
-  keep.reserve(queue_.size());
+  std::vector<Job>& keep = kept_;
+  keep.clear();
   for (auto& j : queue_) {
     if (j.available > t_) {  // still in transfer
       keep.push_back(j);
@@ -260,8 +271,7 @@ StepOutcome Shard::advance() {
   const double util = static_cast<double>(busy) / capacity_;
 
   double goodput = 0.0, viol_before = violations_;
-  std::vector<Job> still;
-  still.reserve(running_.size());
+  std::size_t still = 0;  // the jobs still running move to the front, in order
   for (auto& j : running_) {
     j.remaining -= 1;
     if (j.remaining == 0) {
@@ -278,9 +288,9 @@ StepOutcome Shard::advance() {
       j.violated = 1;
       violations_ += 1;
     }
-    still.push_back(j);
+    running_[still++] = j;
   }
-  running_.swap(still);
+  running_.resize(still);
   for (auto& j : queue_) {
     // Earliest possible finish if it starts next slot (or when its transfer ends).
     const int start = std::max(t_ + 1, j.available);

@@ -20,6 +20,7 @@
 /// (data size / inter-region throughput + RTT) delays when they may start at the destination,
 /// and the transfer energy (0.06 kWh/GB, Green-DCC) is charged at the origin's price and carbon.
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -183,7 +184,15 @@ class Shard final : public marlsched::Shard {
   std::int64_t trace_offset_ = 0;
   std::uint64_t serial_ = 0;
   std::vector<Job> queue_, running_;
+  std::vector<Job> kept_;  ///< act()'s scratch for the queue it keeps (reused: no allocation)
   double pending_transfer_kwh_ = 0.0;
+  /// observe()'s fields that depend on the epoch hour alone (the traces and the local clock),
+  /// computed once per hour: a cache of pure functions of `hour`, not state.
+  struct HourFields {
+    std::int64_t hour = std::numeric_limits<std::int64_t>::min();
+    float carbon = 0, price = 0, carbon_trend = 0, price_trend = 0, sin = 0, cos = 0;
+  };
+  mutable HourFields hour_fields_;
   // cumulative counters
   double arrived_ = 0, completed_ = 0, on_time_ = 0, dropped_ = 0, violations_ = 0, forwarded_ = 0,
          received_ = 0, discarded_ = 0;
