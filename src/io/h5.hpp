@@ -79,6 +79,19 @@ Id open_serial(const std::string& path, bool writable);
 /// Every rank must pass the same `sync` (MPI_File_sync is collective).
 void flush(hid_t file, bool sync, const std::string& what);
 
+/// h5.cpp defines MPI_File_sync (the MPI profiling interface) to make that choice, so a program
+/// linking this library gets that definition: it passes every call on to PMPI_File_sync except
+/// those inside `flush(file, false)`, and takes the place of a profiler's own MPI_File_sync
+/// wrapper.
+///
+/// How often this process's MPI_File_sync was reached (`seen`), how often it was passed on to
+/// the MPI library (`synced`), and how many times start_writeback asked the kernel for a
+/// write-back (`writebacks`); for the tests that check that interposition and its use.
+struct FileSyncCounts {
+  std::int64_t seen = 0, synced = 0, writebacks = 0;
+};
+FileSyncCounts file_sync_counts();
+
 /// Asks the kernel to start writing `file`'s dirty pages to the disk and returns at once
 /// (sync_file_range with SYNC_FILE_RANGE_WRITE alone: it neither waits nor makes anything
 /// durable). After an unsynced flush, the bytes then reach the disk while the program goes on,
@@ -88,19 +101,6 @@ void flush(hid_t file, bool sync, const std::string& what);
 /// has no write-back to start, or the file cannot be opened, nothing happens. Local, not
 /// collective.
 void start_writeback(hid_t file);
-
-/// h5.cpp defines MPI_File_sync (the MPI profiling interface) to make that choice, so a program
-/// linking this library gets that definition: it passes every call on to PMPI_File_sync except
-/// those inside `flush(file, false)`, and takes the place of a profiler's own MPI_File_sync
-/// wrapper.
-///
-/// How often this process's MPI_File_sync was reached (`seen`), how often it was passed on to
-/// the MPI library (`synced`), and how many write-backs start_writeback started (`writebacks`);
-/// for the tests that check that interposition and its use.
-struct FileSyncCounts {
-  std::int64_t seen = 0, synced = 0, writebacks = 0;
-};
-FileSyncCounts file_sync_counts();
 
 bool exists(hid_t loc, const std::string& path);
 /// Whether `obj` has an attribute `name`.
