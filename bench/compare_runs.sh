@@ -2,8 +2,8 @@
 # A/B comparison of two variants of the default training run (launch/configs/default.toml), run
 # alternately REPEAT times each (this machine is shared and noisy: alternation spreads the noise
 # over both). For each run it prints the wall time, the trainer's share of wall time for the
-# named time-split entries (slowest rank) and the trajectory bytes written; then the mean wall
-# times and the ratio B/A.
+# named time-split entries (slowest rank), everything outside the update and the policy forward,
+# and the trajectory bytes written; then the mean wall times and the ratio B/A.
 # Usage: bash bench/compare_runs.sh "NAME_A" "ARGS_A" "NAME_B" "ARGS_B" [SPLIT_ENTRY...]
 #   e.g. bash bench/compare_runs.sh off "--traj-every 0" on "--traj-every 1" "trajectory logging"
 # Environment: MARLSCHED_NP ranks (default 4), REPEAT (default 2), EXTRA (more train args).
@@ -33,6 +33,7 @@ for r in $(seq "$REPEAT"); do
     for e in "${entries[@]}"; do
       line+=", ${e//\\/} $(split_share "$split" "$e")%"
     done
+    line+=", outside update and forward $(split_outside "$split")%"
     size=$(du -sb "$run/trajectories" 2>/dev/null | cut -f1 || true)
     echo "$line, trajectory bytes ${size:-0}"
     echo "$v $wall" >> "$OUT/walls"
