@@ -80,7 +80,8 @@ void World::gather_fresh() {
 
 void World::gather(std::vector<float>& into) {
   const std::size_t p = packet();
-  std::vector<float> send(static_cast<std::size_t>(copies_ * k_) * p);
+  std::vector<float>& send = gather_send_;  // every float is written below
+  send.resize(static_cast<std::size_t>(copies_ * k_) * p);
   const double t0 = now();
   for (int c = 0; c < copies_; ++c)
     for (int k = 0; k < k_; ++k) {
@@ -95,7 +96,8 @@ void World::gather(std::vector<float>& into) {
       row[d_ + 2 + c_] = o.truncated ? 1.f : 0.f;
     }
   const double t1 = now();
-  std::vector<float> recv(send.size() * static_cast<std::size_t>(comm_.size()));
+  std::vector<float>& recv = gather_recv_;
+  recv.resize(send.size() * static_cast<std::size_t>(comm_.size()));
   comm_.allgather(send.data(), static_cast<int>(send.size()), recv.data());
   const double t2 = now();
   times_.env += t1 - t0;

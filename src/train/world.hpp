@@ -108,8 +108,9 @@ class World {
   std::vector<std::uint64_t> episode_;
   std::vector<int> ep_step_;
   std::vector<StepOutcome> outcome_;
-  std::vector<float> gathered_;            // [copy][agent][packet]
-  std::vector<float> obs_, terminal_obs_;  // [copy][agent][d]
+  std::vector<float> gathered_;                   // [copy][agent][packet]
+  std::vector<float> gather_send_, gather_recv_;  // gather()'s reused buffers
+  std::vector<float> obs_, terminal_obs_;         // [copy][agent][d]
   std::vector<char> done_, trunc_;
   std::vector<std::vector<WorkRecord>> outboxes_;  // [copy * K + k]
   StepTimes times_;
