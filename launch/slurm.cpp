@@ -210,15 +210,18 @@ SlurmJob plan_slurm_job(const SlurmOptions& o, int agents_per_rank, int defined_
 
   // Open MPI's shared-memory transport: two concurrent srun jobs on one node crashed here in
   // mca_btl_vader with the default backing directory (Open MPI 4.1.4, Slurm 22.05), and ran
-  // with one directory per job. Each job makes (and removes) its own in /dev/shm on every node.
-  const std::string shm = "/dev/shm/marlsched-${SLURM_JOB_ID}";
+  // with one directory per job. Each job start makes (and removes) its own in /dev/shm on every
+  // node. The job id alone is not unique on a node that two Slurm clusters share (the test
+  // suite's two clusters both ran a job 1 at once, and one's clean-up removed the other's
+  // directory under its starting ranks): the batch shell's PID makes it so.
   const std::string each_node = "srun --ntasks-per-node=1 --ntasks=\"${SLURM_JOB_NUM_NODES}\" ";
   const std::string shm_setup =
-      "# Open MPI shared memory: one backing directory per job on every node (see "
+      "# Open MPI shared memory: one backing directory per job start on every node (see "
       "launch/slurm.cpp)\n"
-      "export OMPI_MCA_btl_vader_backing_directory=" +
-      shm + "\n" + each_node + "mkdir -p \"" + shm + "\"";
-  const std::string shm_cleanup = each_node + "rm -rf \"" + shm + "\"";
+      "MARLSCHED_SHM=/dev/shm/marlsched-${SLURM_JOB_ID}-$$\n"
+      "export OMPI_MCA_btl_vader_backing_directory=$MARLSCHED_SHM\n" +
+      each_node + "mkdir -p \"$MARLSCHED_SHM\"";
+  const std::string shm_cleanup = each_node + "rm -rf \"$MARLSCHED_SHM\"";
   const std::map<std::string, std::string> vars = {
       {"SHM_SETUP", shm_setup},
       {"SHM_CLEANUP", shm_cleanup},
