@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <mutex>
-#include <vector>
 
 #include "core/error.hpp"
 
@@ -35,12 +34,8 @@ void flush(hid_t file, bool sync, const std::string& what) {
   check(status, what);
 }
 
-void start_writeback(hid_t file) {
-  const ssize_t len = H5Fget_name(file, nullptr, 0);
-  if (len <= 0) return;
-  std::vector<char> name(static_cast<std::size_t>(len) + 1);
-  if (H5Fget_name(file, name.data(), name.size()) != len) return;
-  const int fd = ::open(name.data(), O_RDONLY | O_CLOEXEC);
+void start_writeback(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   writebacks.fetch_add(1, std::memory_order_relaxed);
   (void)::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);  // a hint: its failure changes nothing

@@ -92,15 +92,15 @@ struct FileSyncCounts {
 };
 FileSyncCounts file_sync_counts();
 
-/// Asks the kernel to start writing `file`'s dirty pages to the disk and returns at once
-/// (sync_file_range with SYNC_FILE_RANGE_WRITE alone: it neither waits nor makes anything
+/// Asks the kernel to start writing the dirty pages of the file at `path` to the disk and returns
+/// at once (sync_file_range with SYNC_FILE_RANGE_WRITE alone: it neither waits nor makes anything
 /// durable). After an unsynced flush, the bytes then reach the disk while the program goes on,
 /// and the next sync (a checkpoint's, the last) waits only for what came after, as PostgreSQL's
 /// checkpoint_flush_after and RocksDB's bytes_per_sync keep an fsync from stalling on a backlog.
 /// The page cache is the node's: one process per node is enough. A hint: where the file system
 /// has no write-back to start, or the file cannot be opened, nothing happens. Local, not
 /// collective.
-void start_writeback(hid_t file);
+void start_writeback(const std::string& path);
 
 bool exists(hid_t loc, const std::string& path);
 /// Whether `obj` has an attribute `name`.

@@ -297,7 +297,7 @@ struct TrajectoryWriter::Impl {
     h5::flush(file.get(), sync, "cannot flush " + path);
     // Unsynced, the rows sit in the node's page cache: start writing them back now, so that the
     // next synced flush (a checkpoint's, the last) does not wait for all of them at once.
-    if (!sync && writeback) h5::start_writeback(file.get());
+    if (!sync && writeback) h5::start_writeback(path);
     // Nobody leaves the flush before everyone's data is on its way to disk: a rank that dies
     // later cannot interrupt another rank's half-written flush.
     comm.barrier();
