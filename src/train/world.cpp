@@ -230,10 +230,6 @@ void World::step(const std::vector<int>& actions) {
   }
 }
 
-GlobalObs World::obs(int copy) const {
-  return GlobalObs{obs_.data() + static_cast<std::size_t>(copy * n_ * d_), n_, d_};
-}
-
 PolicyInput World::policy_input() const {
   PolicyInput in;
   in.spec = &spec_;
@@ -248,20 +244,6 @@ PolicyInput World::policy_input() const {
     in.episode_seed.push_back(ep == 0 ? 0 : episode_world_seed(seed_, c / group_, ep - 1));
   }
   return in;
-}
-
-GlobalObs World::terminal_obs(int copy) const {
-  return GlobalObs{terminal_obs_.data() + static_cast<std::size_t>(copy * n_ * d_), n_, d_};
-}
-
-float World::reward(int copy, int agent) const {
-  return gathered_[static_cast<std::size_t>(copy * n_ + agent) * packet() +
-                   static_cast<std::size_t>(d_)];
-}
-
-float World::component(int copy, int agent, int i) const {
-  return gathered_[static_cast<std::size_t>(copy * n_ + agent) * packet() +
-                   static_cast<std::size_t>(d_ + 1 + i)];
 }
 
 std::vector<std::byte> World::save_state() const {

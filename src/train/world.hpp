@@ -56,15 +56,25 @@ class World {
 
   /// Global observations of a copy: num_agents rows of obs_dim (after step: the next state, or
   /// the first state of the new episode if the copy was reset).
-  GlobalObs obs(int copy) const;
+  GlobalObs obs(int copy) const {
+    return GlobalObs{obs_.data() + static_cast<std::size_t>(copy * n_ * d_), n_, d_};
+  }
   /// What a policy needs to act now: every copy's global observations and episode step.
   PolicyInput policy_input() const;
   /// Terminal global observations of a copy whose episode ended in the last step.
-  GlobalObs terminal_obs(int copy) const;
+  GlobalObs terminal_obs(int copy) const {
+    return GlobalObs{terminal_obs_.data() + static_cast<std::size_t>(copy * n_ * d_), n_, d_};
+  }
   /// Last step's reward of (copy, agent), any agent of the world.
-  float reward(int copy, int agent) const;
+  float reward(int copy, int agent) const {
+    return gathered_[static_cast<std::size_t>(copy * n_ + agent) * packet() +
+                     static_cast<std::size_t>(d_)];
+  }
   /// Last step's reward component `i` of (copy, agent).
-  float component(int copy, int agent, int i) const;
+  float component(int copy, int agent, int i) const {
+    return gathered_[static_cast<std::size_t>(copy * n_ + agent) * packet() +
+                     static_cast<std::size_t>(d_ + 1 + i)];
+  }
   /// Whether the copy's episode ended in the last step, and whether it was a truncation.
   bool done(int copy) const { return done_[static_cast<std::size_t>(copy)] != 0; }
   bool truncated(int copy) const { return trunc_[static_cast<std::size_t>(copy)] != 0; }
