@@ -3,7 +3,8 @@
 # alternately REPEAT times each (this machine is shared and noisy: alternation spreads the noise
 # over both). For each run it prints the wall time, the trainer's share of wall time for the
 # named time-split entries (slowest rank), everything outside the update and the policy forward,
-# and the trajectory bytes written; then the mean wall times and the ratio B/A.
+# and the trajectory bytes written; then the mean wall times, the ratio B/A and each variant's
+# median share outside the update and the policy forward.
 # Usage: bash bench/compare_runs.sh "NAME_A" "ARGS_A" "NAME_B" "ARGS_B" [SPLIT_ENTRY...]
 #   e.g. bash bench/compare_runs.sh off "--traj-every 0" on "--traj-every 1" "trajectory logging"
 # Environment: MARLSCHED_NP ranks (default 4), REPEAT (default 2), EXTRA (more train args).
@@ -33,12 +34,20 @@ for r in $(seq "$REPEAT"); do
     for e in "${entries[@]}"; do
       line+=", ${e//\\/} $(split_share "$split" "$e")%"
     done
-    line+=", outside update and forward $(split_outside "$split")%"
+    outside=$(split_outside "$split")
+    line+=", outside update and forward $outside%"
     size=$(du -sb "$run/trajectories" 2>/dev/null | cut -f1 || true)
     echo "$line, trajectory bytes ${size:-0}"
     echo "$v $wall" >> "$OUT/walls"
+    echo "$outside" >> "$OUT/outside-$v"
   done
 done
 awk -v a="${names[0]}" -v b="${names[1]}" '{s[$1]+=$2; n[$1]++} END {
   printf "mean wall: %s %.2f s, %s %.2f s, ratio %s/%s %.3f\n", a, s[0]/n[0], b, s[1]/n[1], b, a,
     (s[1]/n[1])/(s[0]/n[0])}' "$OUT/walls"
+# The median share outside the update and the policy forward (issue 20's item 3) of each variant:
+# a run whose ranks were descheduled by the shared host's other work moves the mean, not this.
+median() { sort -g "$1" | awk '{v[NR] = $1} END {
+  printf "%.1f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+echo "median outside update and forward: ${names[0]} $(median "$OUT/outside-0")%," \
+  "${names[1]} $(median "$OUT/outside-1")% ($REPEAT runs each)"
