@@ -1,7 +1,9 @@
 #include "run_command.hpp"
 
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -72,6 +74,41 @@ void claim_run_dir(const RunConfig& run, const dist::Comm& comm, bool force, boo
   if (!earlier.empty() && comm.is_root()) clear_run_artifacts(run.run_dir);
 }
 
+namespace {
+
+/// Collective. One warning line each, from rank 0, for a BLAS and a thread layout that make the
+/// run several times slower than it could be: the reference BLAS; with more than one thread per
+/// rank, a BLAS whose own thread pool competes with libtorch's OpenMP pool (4-5x slower at 2
+/// threads here, docs/performance.md "Threads per rank"), and ranks with fewer cores to
+/// themselves than threads (mpirun binds each rank to one core by default).
+void warn_about_threads(const dist::Comm& comm, int threads) {
+  const BlasInfo& blas = blas_info();
+  const double cores = threads > 1 ? comm.allreduce_min(comm.cores_per_rank()) : 0.0;
+  if (!comm.is_root()) return;
+  if (blas.reference())
+    std::cerr << "marlsched: warning: libtorch runs on the reference BLAS (" << blas.path
+              << "), several times slower than an optimized one; install "
+                 "libopenblas0-openmp (launch/install-deps.sh does)\n";
+  if (threads <= 1) return;
+  if (blas.own_threads())
+    std::cerr << "marlsched: warning: --threads " << threads << " with " << blas.name
+              << "'s own thread pool (" << blas.path
+              << "): its threads and libtorch's OpenMP threads compete for the cores, several "
+                 "times slower than one thread; install the OpenMP build (libopenblas0-openmp, "
+                 "selected by launch/install-deps.sh)\n";
+  if (cores < threads) {
+    std::ostringstream c;
+    c << std::setprecision(2) << cores;
+    std::cerr << "marlsched: warning: --threads " << threads << ", but a rank has " << c.str()
+              << " core(s) to itself (its CPU affinity, shared with the ranks on its node): its "
+                 "threads will wait for each other; give each rank "
+              << threads << " cores (mpirun --map-by slot:PE=" << threads
+              << ", srun --cpus-per-task=" << threads << ") or lower --threads\n";
+  }
+}
+
+}  // namespace
+
 std::optional<int> RunCommand::validate(const dist::Comm& comm) {
   before_prepare(comm);
   if (cmd_.print_config) {  // resolved values only: validation needs the real rank count
@@ -82,10 +119,7 @@ std::optional<int> RunCommand::validate(const dist::Comm& comm) {
   prep_ = prepare(cmd_, comm, needs_learner(), [&] { check_models(comm); });
   after_prepare(comm);
   set_torch_threads(cmd_.run.threads);
-  if (comm.is_root() && blas_info().reference())
-    std::cerr << "marlsched: warning: libtorch runs on the reference BLAS (" << blas_info().path
-              << "), several times slower than an optimized one; install "
-                 "libopenblas0-pthread (launch/install-deps.sh does)\n";
+  warn_about_threads(comm, cmd_.run.threads);
   after_threads(comm);
   return std::nullopt;
 }

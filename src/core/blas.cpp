@@ -53,9 +53,11 @@ BlasInfo probe() {
   if (auto config = lookup<char* (*)()>("openblas_get_config", lib)) {
     b.name = "OpenBLAS";
     b.version = config();
+    b.openmp = b.version.find("USE_OPENMP") != std::string::npos;
   } else if (auto version = lookup<const char* (*)()>("bli_info_get_version_str", lib)) {
     b.name = "BLIS";
     b.version = version();
+    if (auto omp = lookup<long (*)()>("bli_info_get_enable_openmp", lib)) b.openmp = omp() != 0;
   } else if (b.path.find("/blas/") != std::string::npos) {
     b.name = "reference";  // Debian's libblas3: the netlib Fortran BLAS
     b.version = "netlib";

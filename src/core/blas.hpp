@@ -16,8 +16,15 @@ struct BlasInfo {
                         ///< BLAS library loaded) or "unknown"
   std::string version;  ///< the library's own version/config string, when it reports one
   std::string path;     ///< the loaded file, symlinks resolved ("" when none was found)
+  /// Its threads are OpenMP's (OpenBLAS built with USE_OPENMP, BLIS with OpenMP threading): one
+  /// pool with libtorch's and oneDNN's. A BLAS with its own pthreads pool competes with that pool
+  /// for a rank's cores when the rank runs several threads (docs/performance.md, "Threads per
+  /// rank").
+  bool openmp = false;
   /// The netlib reference BLAS: correct but unoptimized (several times slower here).
   bool reference() const { return name == "reference"; }
+  /// An optimized BLAS that runs its own thread pool beside libtorch's OpenMP one.
+  bool own_threads() const { return (name == "OpenBLAS" || name == "BLIS") && !openmp; }
   /// One line: "OpenBLAS 0.3.21 ... (/usr/lib/.../libopenblasp-r0.3.21.so)".
   std::string describe() const;
 };

@@ -30,6 +30,12 @@ job_field() { scontrol -o show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | hea
 grep -q '^#SBATCH --ntasks=2$' dry.sbatch || fail "dry run: no '--ntasks=2' in $(cat dry.sbatch)"
 grep -q '^#SBATCH --signal=B:USR1@120$' dry.sbatch || fail "dry run: no warning signal"
 grep -q 'srun --mpi=pmix' dry.sbatch || fail "dry run: ranks are not launched with srun --mpi=pmix"
+grep -q -- 'srun --mpi=pmix .*--cpus-per-task=1 ' dry.sbatch ||
+  fail "dry run: srun is not given the cores per task (since Slurm 22.05 it does not inherit them)"
+"$BIN" slurm "${ARGS[@]}" --cpus-per-task 2 --run-dir dry2 --dry-run > dry2.sbatch
+grep -q '^#SBATCH --cpus-per-task=2$' dry2.sbatch &&
+  grep -q -- 'srun --mpi=pmix .*--cpus-per-task=2 ' dry2.sbatch &&
+  grep -q -- '--threads 2' dry2.sbatch || fail "dry run with --cpus-per-task 2: $(cat dry2.sbatch)"
 cmp dry.sbatch dry/job-train.sbatch || fail "the dry run printed another script than it wrote"
 grep -q -- "--config $WORK/dry/job-train.toml" dry.sbatch && [ -f dry/job-train.toml ] ||
   fail "the dry run's script reads a config file it did not write"
