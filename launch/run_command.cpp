@@ -77,10 +77,10 @@ void claim_run_dir(const RunConfig& run, const dist::Comm& comm, bool force, boo
 namespace {
 
 /// Collective. One warning line each, from rank 0, for a BLAS and a thread layout that make the
-/// run several times slower than it could be: the reference BLAS; with more than one thread per
-/// rank, a BLAS whose own thread pool competes with libtorch's OpenMP pool (4-5x slower at 2
-/// threads here, docs/performance.md "Threads per rank"), and ranks with fewer cores to
-/// themselves than threads (mpirun binds each rank to one core by default).
+/// run slower than it could: the reference BLAS (several times slower); with more than one thread
+/// per rank, a BLAS whose own thread pool competes with libtorch's OpenMP pool (4x slower than
+/// one thread at the default sizes here, docs/performance.md "Threads per rank"), and ranks with
+/// fewer cores to themselves than threads (mpirun binds each rank to one core by default).
 void warn_about_threads(const dist::Comm& comm, int threads) {
   const BlasInfo& blas = blas_info();
   const double cores = threads > 1 ? comm.allreduce_min(comm.cores_per_rank()) : 0.0;
@@ -93,9 +93,9 @@ void warn_about_threads(const dist::Comm& comm, int threads) {
   if (blas.own_threads())
     std::cerr << "marlsched: warning: --threads " << threads << " with " << blas.name
               << "'s own thread pool (" << blas.path
-              << "): its threads and libtorch's OpenMP threads compete for the cores, several "
-                 "times slower than one thread; install the OpenMP build (libopenblas0-openmp, "
-                 "selected by launch/install-deps.sh)\n";
+              << "): its threads and libtorch's OpenMP threads compete for the cores (4x slower "
+                 "than one thread at the default sizes here); install the OpenMP build "
+                 "(libopenblas0-openmp, selected by launch/install-deps.sh)\n";
   if (cores < threads) {
     std::ostringstream c;
     c << std::setprecision(2) << cores;
