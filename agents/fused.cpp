@@ -9,20 +9,36 @@
 #include <string>
 #include <type_traits>
 
+#include <ATen/Parallel.h>
+
 #include "core/error.hpp"
 
 namespace marlsched::nn {
 
-// One clone per instruction set, picked by the loader (GCC and clang); `omp simd` (with
-// -fopenmp-simd, no OpenMP runtime) vectorises the loop at every optimisation level.
+// One clone per instruction set, picked by the loader (GCC and clang); `omp simd` vectorises the
+// loop at every optimisation level.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define MARLSCHED_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define MARLSCHED_SIMD_CLONES
 #endif
 
+namespace {
+
+// Intra-op threads (--threads > 1): the elementwise loops split their elements, the bias
+// gradients their columns, over torch's OpenMP threads (the pool OpenBLAS's OpenMP build runs
+// the products on), in blocks of at least this many floats; below it, or at one thread, they run
+// inline. Every element (and every bias column's sum over the rows, in row order) is computed as
+// at one thread, so the results do not depend on the thread count.
+constexpr std::int64_t kGrain = 16384;
+
+template <class F>
+void for_blocks(std::int64_t n, std::int64_t grain, const F& f) {
+  at::parallel_for(0, n, grain, [&](std::int64_t b, std::int64_t e) { f(b, e); });
+}
+
 MARLSCHED_SIMD_CLONES
-void tanh_inplace(float* x, std::int64_t n) {
+void tanh_block(float* x, std::int64_t n) {
 #pragma omp simd
   for (std::int64_t i = 0; i < n; ++i) {
     // tanh saturates to 1 in float beyond |x| = 9; the clamp keeps 2^k in range.
@@ -50,6 +66,12 @@ void tanh_inplace(float* x, std::int64_t n) {
     const float em1 = s * q + (s - 1.f);  // e^{2a} - 1
     x[i] = em1 / (em1 + 2.f);
   }
+}
+
+}  // namespace
+
+void tanh_inplace(float* x, std::int64_t n) {
+  for_blocks(n, kGrain, [&](std::int64_t b, std::int64_t e) { tanh_block(x + b, e - b); });
 }
 
 void ensure_shape(torch::Tensor& t, std::int64_t rows, std::int64_t cols) {
@@ -180,11 +202,15 @@ void MlpTape::backward(const torch::Tensor& dy) {
     gemm(true, false, out, in, rows, d, out, h, in, 0.f, grad_slot(lin->weight).data_ptr<float>(),
          in);  // dW = d^T h
     float* gb = grad_slot(lin->bias).data_ptr<float>();
-    std::fill(gb, gb + out, 0.f);
-    for (int r = 0; r < rows; ++r) {
-      const float* dr = d + static_cast<std::ptrdiff_t>(r) * out;
-      for (int j = 0; j < out; ++j) gb[j] += dr[j];
-    }
+    // db = column sums of d: threads take blocks of columns, each summed over the rows in order.
+    for_blocks(out, std::max<std::int64_t>(1, kGrain / std::max(rows, 1)),
+               [&](std::int64_t b, std::int64_t e) {
+                 std::fill(gb + b, gb + e, 0.f);
+                 for (int r = 0; r < rows; ++r) {
+                   const float* dr = d + static_cast<std::ptrdiff_t>(r) * out;
+                   for (std::int64_t j = b; j < e; ++j) gb[j] += dr[j];
+                 }
+               });
     if (i == 0) break;
     auto& dh = delta_[i - 1];
     ensure_shape(dh, rows, in);
@@ -192,8 +218,9 @@ void MlpTape::backward(const torch::Tensor& dy) {
     gemm(false, false, rows, in, out, d, out, lin->weight.data_ptr<float>(), in, 0.f, g,
          in);  // dh = d W
     const float* hv = out_[i - 1].data_ptr<float>();
-    const std::int64_t n = dh.numel();
-    for (std::int64_t j = 0; j < n; ++j) g[j] *= 1.f - hv[j] * hv[j];  // tanh' = 1 - tanh²
+    for_blocks(dh.numel(), kGrain, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t j = b; j < e; ++j) g[j] *= 1.f - hv[j] * hv[j];  // tanh' = 1 - tanh²
+    });
     d = g;
   }
 }
@@ -248,10 +275,15 @@ void adam_step(torch::optim::Adam& opt) {
       s.step(s.step() + 1);
       const double bc1 = 1 - std::pow(beta1, static_cast<double>(s.step()));
       const double bc2 = 1 - std::pow(beta2, static_cast<double>(s.step()));
-      adam_loop(p.data_ptr<float>(), p.grad().data_ptr<float>(), s.exp_avg().data_ptr<float>(),
-                s.exp_avg_sq().data_ptr<float>(), p.numel(), static_cast<float>(beta1),
-                static_cast<float>(beta2), static_cast<float>(1 / std::sqrt(bc2)),
-                static_cast<float>(o.eps()), static_cast<float>(o.lr() / bc1));
+      float *w = p.data_ptr<float>(), *m = s.exp_avg().data_ptr<float>(),
+            *v = s.exp_avg_sq().data_ptr<float>();
+      const float* g = p.grad().data_ptr<float>();
+      const auto b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2),
+                 inv_sqrt_bc2 = static_cast<float>(1 / std::sqrt(bc2)),
+                 eps = static_cast<float>(o.eps()), step = static_cast<float>(o.lr() / bc1);
+      for_blocks(p.numel(), kGrain / 4, [&](std::int64_t b, std::int64_t e) {
+        adam_loop(w + b, g + b, m + b, v + b, e - b, b1, b2, inv_sqrt_bc2, eps, step);
+      });
     }
   }
 }

@@ -4,9 +4,13 @@
 // ns_per_sample divides that by the samples the update learns from (rollout steps x env copies
 // x local agents for MAPPO; gradient steps x batch for DQN).
 // Run: mpirun -n 1 build/bench/bench_learner   (or -n 2: the gradient allreduce is included)
+// MARLSCHED_BENCH_THREADS=N: N threads per rank (torch's and the BLAS's, as --threads N; default
+// 1), e.g. MARLSCHED_BENCH_THREADS=2 mpirun --map-by slot:PE=2 -n 1 build/bench/bench_learner
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
 
 #include "agents/dqn/dqn.hpp"
@@ -101,6 +105,8 @@ BENCHMARK(BM_DqnUpdate)
     ->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
+  const char* threads = std::getenv("MARLSCHED_BENCH_THREADS");
+  const int n = threads ? std::max(1, std::atoi(threads)) : 1;
   return bench::mpi_benchmark_main(argc, argv, g_comm,
-                                   [](const dist::Comm&) { set_torch_threads(1); });  // and BLAS
+                                   [n](const dist::Comm&) { set_torch_threads(n); });  // and BLAS
 }

@@ -133,6 +133,63 @@ TEST(Fused, AdamStepMatchesTorchAdamAndKeepsItsStateFormat) {
   for (std::size_t i = 0; i < pm.size(); ++i) EXPECT_LT(max_rel_diff(pm[i], pt[i]), 1e-5) << i;
 }
 
+// Intra-op threads (--threads > 1) split the tanh, its derivative, the bias gradients' columns
+// and Adam's elements over torch's OpenMP threads: each element is computed as at one thread, so
+// the results are bit-identical. The sizes exceed the blocks' minimum (16 Ki floats), so the
+// loops run in parallel at 2 threads; the products are kept out (the BLAS's own threading may
+// round differently): the head's bias gradient is the column sums of dy, no product involved.
+TEST(Fused, IntraOpThreadsGiveBitIdenticalResults) {
+  const int before = torch::get_num_threads();
+  struct Out {
+    torch::Tensor tanh, head_bias_grad, weights;
+  };
+  auto run = [](int threads) {
+    // Inputs and initial weights at one thread (the orthogonal init's QR may round otherwise).
+    torch::set_num_threads(1);
+    torch::manual_seed(11);
+    Out o;
+    o.tanh = torch::randn({100003}) * 3;
+    nn::Mlp net(16, std::vector<int>{64}, 512, 1.0);  // head: 64 x 512 weights, 512 biases
+    const auto X = torch::randn({96, 16});
+    const auto dy = torch::randn({96, 512});
+    torch::set_num_threads(threads);
+    nn::tanh_inplace(o.tanh.data_ptr<float>(), o.tanh.numel());
+    nn::MlpTape tape;
+    tape.forward(net, X);
+    tape.backward(dy);
+    o.head_bias_grad = net->head->bias.grad().clone();
+    torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(1e-2));
+    for (int it = 0; it < 3; ++it) {
+      torch::set_num_threads(1);  // the same draws whatever the thread count
+      for (auto& p : net->parameters()) p.mutable_grad() = torch::randn_like(p);
+      torch::set_num_threads(threads);
+      nn::adam_step(opt);  // the head's 32 Ki weights in parallel blocks
+    }
+    o.weights = net->head->weight.detach().clone();
+    return o;
+  };
+  const Out one = run(1), two = run(2);
+  torch::set_num_threads(before);
+  EXPECT_TRUE(torch::equal(one.tanh, two.tanh));
+  EXPECT_TRUE(torch::equal(one.head_bias_grad, two.head_bias_grad));
+  EXPECT_TRUE(torch::equal(one.weights, two.weights));
+  // And the head's bias gradient is the column sums of dy, summed over the rows in order.
+  torch::set_num_threads(1);
+  torch::manual_seed(11);
+  torch::randn({100003});
+  nn::Mlp net(16, std::vector<int>{64}, 512, 1.0);
+  torch::randn({96, 16});
+  const auto dy = torch::randn({96, 512});
+  torch::set_num_threads(before);
+  const float* d = dy.data_ptr<float>();
+  const float* g = one.head_bias_grad.data_ptr<float>();
+  for (int j = 0; j < 512; ++j) {
+    float sum = 0;
+    for (int r = 0; r < 96; ++r) sum += d[r * 512 + j];
+    ASSERT_EQ(g[j], sum) << j;
+  }
+}
+
 TEST(Fused, PpoPolicyGradientMatchesAutograd) {
   torch::manual_seed(8);
   const int rows = 40, na = 5, M = 60;
