@@ -79,8 +79,9 @@ namespace {
 /// Collective. One warning line each, from rank 0, for a BLAS and a thread layout that make the
 /// run slower than it could: the reference BLAS (several times slower); with more than one thread
 /// per rank, a BLAS whose own thread pool competes with libtorch's OpenMP pool (4x slower than
-/// one thread at the default sizes here, docs/performance.md "Threads per rank"), and ranks with
-/// fewer cores to themselves than threads (mpirun binds each rank to one core by default).
+/// one thread at the default sizes here, docs/performance.md "Threads per rank"), a BLAS built
+/// single-threaded, and ranks with fewer cores to themselves than threads (mpirun binds each rank
+/// to one core by default).
 void warn_about_threads(const dist::Comm& comm, int threads) {
   const BlasInfo& blas = blas_info();
   const double cores = threads > 1 ? comm.allreduce_min(comm.cores_per_rank()) : 0.0;
@@ -90,6 +91,11 @@ void warn_about_threads(const dist::Comm& comm, int threads) {
               << "), several times slower than an optimized one; install "
                  "libopenblas0-openmp (launch/install-deps.sh does)\n";
   if (threads <= 1) return;
+  if ((blas.name == "OpenBLAS" || blas.name == "BLIS") && !blas.threaded)
+    std::cerr << "marlsched: warning: --threads " << threads << ", but " << blas.name
+              << " is its single-threaded build (" << blas.path
+              << "): the matrix products run on one thread; install the OpenMP build "
+                 "(libopenblas0-openmp, selected by launch/install-deps.sh)\n";
   if (blas.own_threads())
     std::cerr << "marlsched: warning: --threads " << threads << " with " << blas.name
               << "'s own thread pool (" << blas.path

@@ -54,10 +54,13 @@ BlasInfo probe() {
     b.name = "OpenBLAS";
     b.version = config();
     b.openmp = b.version.find("USE_OPENMP") != std::string::npos;
+    b.threaded = b.version.find("SINGLE_THREADED") == std::string::npos;
   } else if (auto version = lookup<const char* (*)()>("bli_info_get_version_str", lib)) {
     b.name = "BLIS";
     b.version = version();
     if (auto omp = lookup<long (*)()>("bli_info_get_enable_openmp", lib)) b.openmp = omp() != 0;
+    if (auto any = lookup<long (*)()>("bli_info_get_enable_threading", lib))
+      b.threaded = any() != 0;
   } else if (b.path.find("/blas/") != std::string::npos) {
     b.name = "reference";  // Debian's libblas3: the netlib Fortran BLAS
     b.version = "netlib";

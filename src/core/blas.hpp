@@ -21,10 +21,12 @@ struct BlasInfo {
   /// for a rank's cores when the rank runs several threads (docs/performance.md, "Threads per
   /// rank").
   bool openmp = false;
+  /// It multiplies on several threads at all (OpenBLAS's and BLIS's serial builds do not).
+  bool threaded = false;
   /// The netlib reference BLAS: correct but unoptimized (several times slower here).
   bool reference() const { return name == "reference"; }
   /// An optimized BLAS that runs its own thread pool beside libtorch's OpenMP one.
-  bool own_threads() const { return (name == "OpenBLAS" || name == "BLIS") && !openmp; }
+  bool own_threads() const { return threaded && !openmp; }
   /// One line: "OpenBLAS 0.3.21 ... (/usr/lib/.../libopenblasp-r0.3.21.so)".
   std::string describe() const;
 };

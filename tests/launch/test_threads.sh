@@ -33,16 +33,21 @@ n=$(grep -c "warning: --threads 2, but a rank has 1 core(s) to itself" bound.log
 grep -q -- "--map-by slot:PE=2" bound.log || fail "the warning does not say how to give a rank 2 cores"
 pass "two threads on a rank bound to one core: one warning line, naming mpirun --map-by slot:PE=2"
 
-# OpenBLAS's pthreads build, where installed beside the OpenMP one: one warning line.
-pthreads=/usr/lib/$(gcc -print-multiarch)/openblas-pthread
-if [ -e "$pthreads/libblas.so.3" ] && [ "$(nproc)" -ge 2 ]; then
-  LD_LIBRARY_PATH=$pthreads "$MPIEXEC" -x LD_LIBRARY_PATH -n 1 --bind-to none "$BIN" "${ARGS[@]}" \
-    --agents-per-rank 4 --run-dir pthreads > pthreads.log 2>&1 || fail "pthreads build: $(cat pthreads.log)"
-  n=$(grep -c "with OpenBLAS's own thread pool" pthreads.log || true)
-  [ "$n" -eq 1 ] && [ "$(warnings pthreads.log)" -eq 1 ] ||
-    fail "expected one warning about OpenBLAS's pthreads build, got $n: $(cat pthreads.log)"
-  pass "--threads 2 on OpenBLAS's pthreads build: one warning line"
-else
-  echo "skip: OpenBLAS's pthreads build (libopenblas0-pthread) is not installed, or one CPU:" \
-    "its warning is not exercised"
-fi
+# OpenBLAS's other builds, where installed beside the OpenMP one: one warning line each.
+# other_build BUILD PACKAGE PATTERN
+other_build() {
+  local dir
+  dir=/usr/lib/$(gcc -print-multiarch)/openblas-$1
+  if [ ! -e "$dir/libblas.so.3" ] || [ "$(nproc)" -lt 2 ]; then
+    echo "skip: OpenBLAS's $1 build ($2) is not installed, or one CPU: its warning is not exercised"
+    return
+  fi
+  LD_LIBRARY_PATH=$dir "$MPIEXEC" -x LD_LIBRARY_PATH -n 1 --bind-to none "$BIN" "${ARGS[@]}" \
+    --agents-per-rank 4 --run-dir "$1" > "$1.log" 2>&1 || fail "$1 build: $(cat "$1.log")"
+  n=$(grep -c -- "$3" "$1.log" || true)
+  [ "$n" -eq 1 ] && [ "$(warnings "$1.log")" -eq 1 ] ||
+    fail "expected one warning about OpenBLAS's $1 build, got $n: $(cat "$1.log")"
+  pass "--threads 2 on OpenBLAS's $1 build: one warning line"
+}
+other_build pthread libopenblas0-pthread "with OpenBLAS's own thread pool"
+other_build serial libopenblas0-serial "but OpenBLAS is its single-threaded build"
