@@ -32,7 +32,7 @@ for r in $(seq "$REPEAT"); do
     wall=$(split_wall "$split")
     line="${names[$v]}, repeat $r: wall $wall s"
     for e in "${entries[@]}"; do
-      line+=", ${e//\\/} $(split_share "$split" "$e")%"
+      line+=", $e $(split_share "$split" "$e")%"
     done
     outside=$(split_outside "$split")
     line+=", outside update and forward $outside%"

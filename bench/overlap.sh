@@ -6,4 +6,4 @@
 # Usage: bash bench/overlap.sh   (MARLSCHED_NP ranks, default 4; EXTRA more train args)
 set -euo pipefail
 exec bash "$(dirname "$0")/compare_runs.sh" "overlap off" "--no-overlap-grads" \
-  "overlap on" "--overlap-grads" "update fwd/bwd\+optim" "grad allreduce"
+  "overlap on" "--overlap-grads" "update fwd/bwd+optim" "grad allreduce"

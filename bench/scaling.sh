@@ -61,8 +61,8 @@ run() {
   rss=$(sed -nE 's/^peak resident memory \(largest rank\): ([0-9]+) MiB/\1/p' "$log")
   wall=$(split_wall "$split")
   sps=$(split_steps "$split")
-  for name in "env step" "work exchange \(alltoallv\)" "obs allgather" "policy forward" \
-    "update fwd/bwd\+optim" "grad allreduce" "trajectory logging"; do
+  for name in "env step" "work exchange (alltoallv)" "obs allgather" "policy forward" \
+    "update fwd/bwd+optim" "grad allreduce" "trajectory logging"; do
     pcs+=("$(split_share "$split" "$name")")
   done
   awk -v series="$series" -v np="$np" -v k="$k" -v agents="$agents" -v it="$ITER" -v bt="$base_t" \
