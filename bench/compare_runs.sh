@@ -47,7 +47,5 @@ awk -v a="${names[0]}" -v b="${names[1]}" '{s[$1]+=$2; n[$1]++} END {
     (s[1]/n[1])/(s[0]/n[0])}' "$OUT/walls"
 # The median share outside the update and the policy forward (issue 20's item 3) of each variant:
 # a run whose ranks were descheduled by the shared host's other work moves the mean, not this.
-median() { sort -g "$1" | awk '{v[NR] = $1} END {
-  printf "%.1f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "median outside update and forward: ${names[0]} $(median "$OUT/outside-0")%," \
   "${names[1]} $(median "$OUT/outside-1")% ($REPEAT runs each)"

@@ -41,11 +41,8 @@ for r in $(seq "$REPEAT"); do
     done
   done
 done
-median() { sort -g "$1" | awk '{v[NR] = $1} END {
-  printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-best() { sort -g "$1" | head -n 1; }
 for b in "${builds[@]}"; do
-  m1=$(median "$OUT/wall-$b-1") mt=$(median "$OUT/wall-$b-$THREADS")
+  m1=$(median "$OUT/wall-$b-1" 2) mt=$(median "$OUT/wall-$b-$THREADS" 2)
   b1=$(best "$OUT/wall-$b-1") bt=$(best "$OUT/wall-$b-$THREADS")
   awk -v b="$b" -v t="$THREADS" -v m1="$m1" -v mt="$mt" -v b1="$b1" -v bt="$bt" 'BEGIN {
     printf "OpenBLAS %s build: median wall 1 thread %.2f s, %d threads %.2f s, speed-up %.2fx;" \

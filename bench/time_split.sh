@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Reading the trainer's end-of-run line "time split of rank R, the busiest (W s wall, S
-# agent-steps/s): NAME P%, ..., other P%", for the bench scripts (sourced).
+# agent-steps/s): NAME P%, ..., other P%", and summarising repeated runs, for the bench scripts
+# (sourced).
 # split_line LOG: the line; split_wall LINE: W; split_steps LINE: S; split_share LINE NAME: P
 # (NAME as printed, e.g. "work exchange (alltoallv)"); split_outside LINE: 100 minus the update's
 # and the policy forward's shares, what issue 20's item 3 bounds.
@@ -17,3 +18,10 @@ split_outside() {
   awk -v u="$(split_share "$1" "update fwd/bwd+optim")" -v f="$(split_share "$1" "policy forward")" \
     'BEGIN { printf "%.1f", 100 - u - f }'
 }
+# median FILE [DIGITS]: the median of the numbers in FILE (one a line), printed with DIGITS
+# decimals (default 1); best FILE: the smallest of them.
+median() {
+  sort -g "$1" | awk -v d="${2:-1}" '{v[NR] = $1} END {
+    printf "%.*f", d, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+best() { sort -g "$1" | head -n 1; }
