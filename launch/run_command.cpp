@@ -91,17 +91,19 @@ void warn_about_threads(const dist::Comm& comm, int threads) {
               << "), several times slower than an optimized one; install "
                  "libopenblas0-openmp (launch/install-deps.sh does)\n";
   if (threads <= 1) return;
-  if ((blas.name == "OpenBLAS" || blas.name == "BLIS") && !blas.threaded)
+  const char* install =
+      "; install the OpenMP build (libopenblas0-openmp, selected by "
+      "launch/install-deps.sh)\n";
+  if (blas.single_threaded())
     std::cerr << "marlsched: warning: --threads " << threads << ", but " << blas.name
               << " is its single-threaded build (" << blas.path
-              << "): the matrix products run on one thread; install the OpenMP build "
-                 "(libopenblas0-openmp, selected by launch/install-deps.sh)\n";
+              << "): the matrix products run on one thread" << install;
   if (blas.own_threads())
     std::cerr << "marlsched: warning: --threads " << threads << " with " << blas.name
               << "'s own thread pool (" << blas.path
               << "): its threads and libtorch's OpenMP threads compete for the cores (4x slower "
-                 "than one thread at the default sizes here); install the OpenMP build "
-                 "(libopenblas0-openmp, selected by launch/install-deps.sh)\n";
+                 "than one thread at the default sizes here)"
+              << install;
   if (cores < threads) {
     std::ostringstream c;
     c << std::setprecision(2) << cores;

@@ -27,6 +27,8 @@ struct BlasInfo {
   bool reference() const { return name == "reference"; }
   /// An optimized BLAS that runs its own thread pool beside libtorch's OpenMP one.
   bool own_threads() const { return threaded && !openmp; }
+  /// An optimized BLAS built to multiply on one thread only.
+  bool single_threaded() const { return (name == "OpenBLAS" || name == "BLIS") && !threaded; }
   /// One line: "OpenBLAS 0.3.21 ... (/usr/lib/.../libopenblasp-r0.3.21.so)".
   std::string describe() const;
 };

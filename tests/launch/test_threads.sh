@@ -7,7 +7,7 @@ cd "$WORK"
 blas=$("$BIN" --version | grep '^BLAS:')
 case "$blas" in
   *OpenBLAS*USE_OPENMP*) pass "libtorch runs on OpenBLAS's OpenMP build: $blas" ;;
-  *OpenBLAS*) fail "OpenBLAS's pthreads build is in use (launch/install-deps.sh selects the OpenMP build): $blas" ;;
+  *OpenBLAS*) fail "an OpenBLAS build other than the OpenMP one is in use (launch/install-deps.sh selects the OpenMP build): $blas" ;;
   *) echo "skip: the BLAS is not OpenBLAS, so its build is not checked: $blas" ;;
 esac
 ARGS=(train --envs-per-rank 2 --iterations 3 --seed 5 --quiet --no-eval-after --threads 2)
@@ -21,12 +21,8 @@ if [ "$(nproc)" -ge 2 ]; then
   [ "$(warnings two-1.log)" -eq 0 ] || fail "a warning for two threads on two cores: $(cat two-1.log)"
   cmp two-1/metrics.csv two-2/metrics.csv || fail "metrics.csv differs between two runs at --threads 2"
   pass "--threads 2 on two cores: no warning, identical metrics.csv twice"
-else
-  echo "skip: one CPU here, so two threads cannot have a core each"
-fi
 
-# mpirun binds each of two ranks to one core: two threads each would share it.
-if [ "$(nproc)" -ge 2 ]; then
+  # mpirun binds each of two ranks to one core: two threads each would share it.
   "$MPIEXEC" -n 2 --bind-to core "$BIN" "${ARGS[@]}" --agents-per-rank 2 --run-dir bound \
     > bound.log 2>&1 || fail "two ranks bound to a core each: $(cat bound.log)"
   n=$(grep -c "warning: --threads 2, but a rank has 1 core(s) to itself" bound.log || true)
@@ -34,7 +30,7 @@ if [ "$(nproc)" -ge 2 ]; then
   grep -q -- "--map-by slot:PE=2" bound.log || fail "the warning does not say how to give a rank 2 cores"
   pass "two threads on a rank bound to one core: one warning line, naming mpirun --map-by slot:PE=2"
 else
-  echo "skip: one CPU here, so two ranks cannot each be bound to a core of their own"
+  echo "skip: one CPU here, so two threads cannot have a core each, nor two ranks a core each"
 fi
 
 # OpenBLAS's other builds, where installed beside the OpenMP one: one warning line each.
