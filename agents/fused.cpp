@@ -32,11 +32,6 @@ namespace {
 // at one thread, so the results do not depend on the thread count.
 constexpr std::int64_t kGrain = 16384;
 
-template <class F>
-void for_blocks(std::int64_t n, std::int64_t grain, const F& f) {
-  at::parallel_for(0, n, grain, [&](std::int64_t b, std::int64_t e) { f(b, e); });
-}
-
 MARLSCHED_SIMD_CLONES
 void tanh_block(float* x, std::int64_t n) {
 #pragma omp simd
@@ -71,7 +66,7 @@ void tanh_block(float* x, std::int64_t n) {
 }  // namespace
 
 void tanh_inplace(float* x, std::int64_t n) {
-  for_blocks(n, kGrain, [&](std::int64_t b, std::int64_t e) { tanh_block(x + b, e - b); });
+  at::parallel_for(0, n, kGrain, [&](std::int64_t b, std::int64_t e) { tanh_block(x + b, e - b); });
 }
 
 void ensure_shape(torch::Tensor& t, std::int64_t rows, std::int64_t cols) {
@@ -203,14 +198,14 @@ void MlpTape::backward(const torch::Tensor& dy) {
          in);  // dW = d^T h
     float* gb = grad_slot(lin->bias).data_ptr<float>();
     // db = column sums of d: threads take blocks of columns, each summed over the rows in order.
-    for_blocks(out, std::max<std::int64_t>(1, kGrain / std::max(rows, 1)),
-               [&](std::int64_t b, std::int64_t e) {
-                 std::fill(gb + b, gb + e, 0.f);
-                 for (int r = 0; r < rows; ++r) {
-                   const float* dr = d + static_cast<std::ptrdiff_t>(r) * out;
-                   for (std::int64_t j = b; j < e; ++j) gb[j] += dr[j];
-                 }
-               });
+    at::parallel_for(0, out, std::max<std::int64_t>(1, kGrain / std::max(rows, 1)),
+                     [&](std::int64_t b, std::int64_t e) {
+                       std::fill(gb + b, gb + e, 0.f);
+                       for (int r = 0; r < rows; ++r) {
+                         const float* dr = d + static_cast<std::ptrdiff_t>(r) * out;
+                         for (std::int64_t j = b; j < e; ++j) gb[j] += dr[j];
+                       }
+                     });
     if (i == 0) break;
     auto& dh = delta_[i - 1];
     ensure_shape(dh, rows, in);
@@ -218,7 +213,7 @@ void MlpTape::backward(const torch::Tensor& dy) {
     gemm(false, false, rows, in, out, d, out, lin->weight.data_ptr<float>(), in, 0.f, g,
          in);  // dh = d W
     const float* hv = out_[i - 1].data_ptr<float>();
-    for_blocks(dh.numel(), kGrain, [&](std::int64_t b, std::int64_t e) {
+    at::parallel_for(0, dh.numel(), kGrain, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t j = b; j < e; ++j) g[j] *= 1.f - hv[j] * hv[j];  // tanh' = 1 - tanh²
     });
     d = g;
@@ -281,7 +276,7 @@ void adam_step(torch::optim::Adam& opt) {
       const auto b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2),
                  inv_sqrt_bc2 = static_cast<float>(1 / std::sqrt(bc2)),
                  eps = static_cast<float>(o.eps()), step = static_cast<float>(o.lr() / bc1);
-      for_blocks(p.numel(), kGrain / 4, [&](std::int64_t b, std::int64_t e) {
+      at::parallel_for(0, p.numel(), kGrain / 4, [&](std::int64_t b, std::int64_t e) {
         adam_loop(w + b, g + b, m + b, v + b, e - b, b1, b2, inv_sqrt_bc2, eps, step);
       });
     }
