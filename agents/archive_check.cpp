@@ -28,6 +28,27 @@ void verify_archive(const std::string& path, const std::string& what) {
   for (zip_int64_t i = 0; i < n; ++i) {
     const char* name = zip_get_name(z.get(), static_cast<zip_uint64_t>(i), 0);
     const std::string record = name ? name : "#" + std::to_string(i);
+    // libtorch's archive writer (PyTorchStreamWriter: torch::save and TorchScript's save, in
+    // C++ and Python) stores tensor records as they are and deflates only its small code and
+    // metadata records. A compressed record that inflates past kMaxInflated is a zip bomb or a
+    // file of another making: refused from the zip directory, before anything is inflated.
+    constexpr zip_uint64_t kMaxInflated = 16u << 20;
+    zip_stat_t st;
+    zip_stat_init(&st);
+    if (zip_stat_index(z.get(), static_cast<zip_uint64_t>(i), 0, &st) == 0 &&
+        (st.valid & ZIP_STAT_COMP_METHOD) && st.comp_method != ZIP_CM_STORE &&
+        (st.valid & ZIP_STAT_SIZE) && st.size > kMaxInflated)
+      MARLSCHED_THROW(InputError,
+                      "cannot read "
+                          << what << " '" << path << "': its record '" << record << "' inflates to "
+                          << st.size << " bytes from "
+                          << ((st.valid & ZIP_STAT_COMP_SIZE) ? std::to_string(st.comp_size)
+                                                              : std::string("?"))
+                          << "; libtorch stores tensors as they are and compresses "
+                             "only small code records (at most "
+                          << kMaxInflated
+                          << " bytes here): a zip bomb, or a file not written by "
+                             "marlsched or libtorch");
     std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> f(
         zip_fopen_index(z.get(), static_cast<zip_uint64_t>(i), 0), zip_fclose);
     if (!f)

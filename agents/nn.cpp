@@ -50,6 +50,54 @@ void require_finite(const std::vector<torch::Tensor>& params, const std::string&
                                              "updates diverged: a learning rate too large?)");
 }
 
+namespace {
+std::string shape_text(const torch::Tensor& t) {
+  std::string s;
+  for (auto d : t.sizes()) s += (s.empty() ? "" : ", ") + std::to_string(d);
+  return "[" + s + "]";
+}
+
+void require_shapes_rec(const torch::nn::Module& want, torch::serialize::InputArchive& ar,
+                        const std::string& path, const std::string& name,
+                        const std::string& sizes) {
+  for (const auto& p : want.named_parameters(/*recurse=*/false)) {
+    torch::Tensor got;
+    MARLSCHED_REQUIRE(ar.try_read(p.key(), got),
+                      "model '" << path << "' has no " << name << "." << p.key()
+                                << ": it holds another network (" << sizes
+                                << " must be those of the run it came from)");
+    MARLSCHED_REQUIRE(got.sizes() == p.value().sizes(),
+                      "model '" << path << "' holds " << name << "." << p.key() << " of shape "
+                                << shape_text(got) << ", but this run builds "
+                                << shape_text(p.value()) << ": " << sizes
+                                << " must be those of the run it came from");
+  }
+  // And nothing more: a stored network with a layer more would load into this one silently.
+  for (const auto& key : ar.keys()) {
+    const bool known = key == "training" ||  // every TorchScript module's own attribute
+                       want.named_parameters(false).contains(key) ||
+                       want.named_buffers(false).contains(key) ||
+                       want.named_children().contains(key);
+    MARLSCHED_REQUIRE(known, "model '" << path << "' holds " << name << "." << key
+                                       << ", which this run's network does not have: " << sizes
+                                       << " must be those of the run it came from");
+  }
+  for (const auto& c : want.named_children()) {
+    torch::serialize::InputArchive sub;
+    MARLSCHED_REQUIRE(ar.try_read(c.key(), sub),
+                      "model '" << path << "' has no " << name << "." << c.key()
+                                << ": it holds another network (" << sizes
+                                << " must be those of the run it came from)");
+    require_shapes_rec(*c.value(), sub, path, name + "." + c.key(), sizes);
+  }
+}
+}  // namespace
+
+void require_shapes(const torch::nn::Module& want, torch::serialize::InputArchive& ar,
+                    const std::string& path, const std::string& name, const std::string& sizes) {
+  require_shapes_rec(want, ar, path, name, sizes);
+}
+
 std::vector<torch::Tensor> params_of(const std::vector<Mlp>& ms) {
   std::vector<torch::Tensor> p;
   for (const auto& m : ms)

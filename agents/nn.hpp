@@ -27,6 +27,33 @@ TORCH_MODULE(Mlp);
 
 std::vector<torch::Tensor> params_of(const std::vector<Mlp>& ms);
 
+/// Saves the state of torch's default CPU generator and puts it back when it goes: for code that
+/// builds a network only to look at its shapes, so that the run's draws stay the same.
+class KeepTorchRng {
+ public:
+  KeepTorchRng() : gen_(at::detail::getDefaultCPUGenerator()) {
+    std::lock_guard<std::mutex> lock(gen_.mutex());
+    state_ = gen_.get_state();
+  }
+  ~KeepTorchRng() {
+    std::lock_guard<std::mutex> lock(gen_.mutex());
+    gen_.set_state(state_);
+  }
+  KeepTorchRng(const KeepTorchRng&) = delete;
+  KeepTorchRng& operator=(const KeepTorchRng&) = delete;
+
+ private:
+  at::Generator gen_;
+  at::Tensor state_;
+};
+
+/// Throws ConfigError unless the network stored under `name` in `ar` (written by Module::save)
+/// has the parameters of `want`, name by name and shape by shape: libtorch's Module::load would
+/// take other shapes silently and the first forward would fail deep inside. `sizes` names the
+/// options that set the shapes (for the message).
+void require_shapes(const torch::nn::Module& want, torch::serialize::InputArchive& ar,
+                    const std::string& path, const std::string& name, const std::string& sizes);
+
 /// Refuses to write a model or checkpoint whose parameters are not all finite (issue 22):
 /// throws an Error naming `what` (the file) instead of saving weights nobody can use.
 void require_finite(const std::vector<torch::Tensor>& params, const std::string& what);

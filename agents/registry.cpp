@@ -6,6 +6,7 @@
 #include <typeinfo>
 
 #include "agents/nn.hpp"
+#include "agents/offline/offline.hpp"
 #include "core/error.hpp"
 
 namespace marlsched {
@@ -119,6 +120,16 @@ void LearnerConfigs::validate(const std::string& algo) const {
   const auto& e = entry(algo);
   nn::check_device(device);
   e.validate(*this);
+  // An option with no effect is refused (issue 42): only a learner that reads training input
+  // files (check_inputs: the offline learners) reads --dataset.
+  if (!e.check_inputs && !get<OfflineConfig>().dataset.empty()) {
+    std::string readers;
+    for (const auto& row : table())
+      if (row.check_inputs) readers += (readers.empty() ? "" : ", ") + row.name;
+    MARLSCHED_THROW(ConfigError, "--dataset is read by the offline learners ("
+                                     << readers << "); --algo " << algo
+                                     << " learns online and would ignore it");
+  }
 }
 
 void LearnerConfigs::check_env(const std::string& algo, const EnvSpec& spec) const {

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <climits>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -30,7 +31,6 @@ void report_error(const std::string& line) {
 
 std::string describe_parse_error(CLI::App& app, const CLI::ParseError& e) {
   std::string msg = e.what();
-  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr) return msg;
   const CLI::App* sub = &app;
   for (const CLI::App* s = &app; s != nullptr;) {  // the deepest subcommand parsed
     sub = s;
@@ -39,6 +39,19 @@ std::string describe_parse_error(CLI::App& app, const CLI::ParseError& e) {
   }
   std::istringstream words(msg.substr(msg.find(':') + 1));
   std::string w, hints;
+  std::vector<std::string> names;
+  for (const CLI::App* s : app.get_subcommands({})) names.push_back(s->get_name());
+  if (sub == &app && !names.empty()) {  // none of its subcommands parsed: a misspelled one?
+    for (const auto& arg : app.remaining()) {
+      if (arg.rfind("-", 0) == 0) continue;
+      const auto best = nearest_name(arg, names);
+      hints = " ('" + arg + "' is not one" +
+              (best.empty() ? "; `marlsched --help` lists them)" : ": did you mean " + best + "?)");
+      break;
+    }
+    return msg + hints;
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr) return msg;
   while (words >> w) {
     if (w.rfind("--", 0) != 0) continue;
     const std::string key = w.substr(2, w.find('=') - 2);
@@ -71,6 +84,13 @@ namespace {
 /// An exception's message, with the source location for internal errors only: a config or
 /// input error is the user's to fix, and the location would only distract from what to fix.
 std::string error_text(const std::exception& e) {
+  // std::filesystem's own text ("filesystem error: cannot create directories: Permission
+  // denied [R]") said plainly, with the path and the system's reason.
+  if (const auto* fe = dynamic_cast<const std::filesystem::filesystem_error*>(&e)) {
+    std::string text = "cannot use '" + fe->path1().string() + "'";
+    if (!fe->path2().empty()) text += " (with '" + fe->path2().string() + "')";
+    return text + ": " + fe->code().message();
+  }
   const auto* me = dynamic_cast<const Error*>(&e);
   const bool internal = me != nullptr && !me->where().empty() &&
                         dynamic_cast<const ConfigError*>(&e) == nullptr &&
@@ -174,7 +194,8 @@ int run(int argc, char** argv, const dist::Comm& comm) {
     // Bad input found only while running (a trace value that overflows the reward, a learning
     // rate that overflows the update) exits 2 like all bad input; anything else 1.
     const bool bad_input = dynamic_cast<const InputError*>(&e) != nullptr ||
-                           dynamic_cast<const ConfigError*>(&e) != nullptr;
+                           dynamic_cast<const ConfigError*>(&e) != nullptr ||
+                           dynamic_cast<const std::filesystem::filesystem_error*>(&e) != nullptr;
     comm.abort(bad_input ? 2 : 1);
   }
 }

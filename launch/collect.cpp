@@ -39,7 +39,7 @@ class CollectCommand : public RunCommand {
     a->add_option("--episodes", episodes_,
                   "episodes of every env copy (--envs-per-rank of them run side by side)")
         ->required()
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 1 << 20));
     a->add_flag("--greedy", greedy_,
                 "a learned policy takes its most probable action (default: it samples, as in "
                 "training)");
@@ -119,7 +119,7 @@ class CollectCommand : public RunCommand {
                           !std::filesystem::equivalent(source, run.run_dir),
                       "collect would write into the run directory of its model ('"
                           << run.run_dir << "'): give another --run-dir");
-    claim_run_dir(run, comm, force_, false, run_lock_);
+    claim_run_dir(run, *cmd_.app, comm, force_, false, run_lock_);
   }
 
   void after_threads(const dist::Comm& comm) override {

@@ -63,6 +63,15 @@ struct Command {
   void bind(CLI::App* a) {
     app = a;
     binder = std::make_unique<Binder>(a);
+    binder->sections = {"run", "train", "eval", "traj", "checkpoint", "env", "algo"};
+    for (const auto& e : env_registry()) {
+      binder->sections.push_back(e.name);
+      binder->sections.push_back("env." + e.name);
+    }
+    for (const auto& l : learner_names()) {
+      binder->sections.push_back(l);
+      binder->sections.push_back("algo." + l);
+    }
     a->add_option("--config", config_path, "TOML config file; flags given too override it")
         ->check(CLI::ExistingFile);
     a->add_flag("--print-config", print_config,

@@ -35,7 +35,15 @@ std::vector<PolicyScores> read_scores(const std::vector<std::string>& run_dirs,
                                       const std::vector<std::string>& baselines) {
   std::vector<PolicyScores> out;
   std::size_t episodes = 0;
+  // Each run once: a run given twice would count as two seeds.
+  std::vector<std::filesystem::path> seen;
   for (const auto& dir : run_dirs) {
+    std::error_code err;
+    const auto canon = std::filesystem::weakly_canonical(dir, err);
+    MARLSCHED_REQUIRE(std::find(seen.begin(), seen.end(), canon) == seen.end(),
+                      "'" << dir << "' is given twice (or names the same directory as another "
+                          << "argument): each run counts as one seed, give each once");
+    seen.push_back(canon);
     const std::string path = dir + "/eval-episodes.csv";
     MARLSCHED_REQUIRE(std::filesystem::exists(path),
                       "'" << dir
@@ -50,7 +58,11 @@ std::vector<PolicyScores> read_scores(const std::vector<std::string>& run_dirs,
     for (std::size_t r = 0; r < t.rows.size(); ++r) {
       const std::string& name = t.rows[r][static_cast<std::size_t>(pc)];
       const double e = t.num(r, ec), u = t.num(r, uc);
-      MARLSCHED_REQUIRE(std::isfinite(u), path << ":" << r + 2 << ": utility is not a number");
+      // Far beyond any episode's utility, and sums of such values overflow into inf.
+      MARLSCHED_REQUIRE(std::isfinite(u) && std::abs(u) <= 1e15,
+                        path << ":" << r + 2 << ": utility "
+                             << t.rows[r][static_cast<std::size_t>(uc)]
+                             << " is not a number within ±1e15 (an edited or damaged file?)");
       if (here.empty() || here.back().first != name) here.push_back({name, {}});
       MARLSCHED_REQUIRE(e == static_cast<double>(here.back().second.size()),
                         path << ":" << r + 2 << ": episodes of '" << name
@@ -299,7 +311,7 @@ std::vector<std::string> write_comparison(const std::vector<std::string>& run_di
   const Comparison c = compare_policies(policies, resamples, versus);
   const std::size_t ne = policies.front().scores.front().size();
   const auto [csv, md] = comparison_tables(c, run_dirs.size(), ne, resamples);
-  std::filesystem::create_directories(out_dir);
+  make_dirs(out_dir);
   const std::vector<std::string> written = {out_dir + "/comparison.csv", out_dir + "/comparison.md",
                                             out_dir + "/comparison.svg"};
   write_file_atomic(written[0], csv);

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include <toml++/toml.h>
@@ -16,10 +19,66 @@ namespace marlsched::cli {
 std::string toml(const std::string& s) {
   std::string o = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') o.push_back('\\');
-    o.push_back(c);
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      o.push_back('\\');
+      o.push_back(c);
+    } else if (c == '\n') {
+      o += "\\n";
+    } else if (c == '\t') {
+      o += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {  // other control characters: TOML's \uXXXX
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", u);
+      o += buf;
+    } else {
+      o.push_back(c);
+    }
   }
   return o + "\"";
+}
+
+std::string seed_error(const std::string& flag, const std::string& s) {
+  const bool digits = !s.empty() && s.size() <= 19 &&
+                      std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (digits && std::stoull(s) <= static_cast<unsigned long long>(INT64_MAX)) return {};
+  return "--" + flag + ": '" + s + "' is not an integer in [0, 9223372036854775807] (2^63 - 1, " +
+         "the largest integer a TOML file, and so the run's config.toml, can hold)";
+}
+
+bool valid_utf8(const std::string& s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int n = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xe ? 2 : (c >> 3) == 0x1e ? 3 : -1;
+    if (n < 0 || (n == 1 && c < 0xc2)) return false;  // a stray continuation byte, overlong
+    if (s.size() - i < static_cast<std::size_t>(n) + 1) return false;  // cut short
+    std::uint32_t cp = n == 0 ? c : c & (0x3f >> n);
+    for (int k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+      if ((d >> 6) != 0x2) return false;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+      return false;  // overlong forms, beyond Unicode, surrogates
+    i += static_cast<std::size_t>(n) + 1;
+  }
+  return true;
+}
+
+CLI::Validator utf8_text(const std::string& flag) {
+  return CLI::Validator(
+      [flag](std::string& s) {
+        if (s.rfind("--", 0) == 0 && s.size() > 2)  // `--sites --run-dir x` ate the flag
+          return "--" + flag + ": '" + s + "' looks like an option, not a value (did " + "--" +
+                 flag + " miss its values?)";
+        return valid_utf8(s)
+                   ? std::string()
+                   : "--" + flag + ": the value is not valid UTF-8 text; a run " +
+                         "records its options in config.toml, which TOML requires to " + "be UTF-8";
+      },
+      "TEXT", "utf8");
 }
 std::string toml(double v) {
   char buf[64];
@@ -105,14 +164,26 @@ std::string scalar_text(const ::toml::node& v, const std::string& path, const Co
 }
 
 void flatten(const ::toml::table& t, const std::string& prefix, const std::string& path,
-             std::vector<ConfigKey>& out) {
+             const std::vector<std::string>& sections, std::vector<ConfigKey>& out) {
   for (const auto& [key, node] : t) {
     ConfigKey k;
     k.name = std::string(key.str());
     k.fullname = prefix.empty() ? k.name : prefix + "." + k.name;
     k.line = node.source().begin.line;
     if (const auto* sub = node.as_table()) {
-      flatten(*sub, k.fullname, path, out);
+      if (!sections.empty() &&
+          std::find(sections.begin(), sections.end(), k.fullname) == sections.end()) {
+        std::string known;
+        for (const auto& n : sections)
+          if (n.find('.') == std::string::npos) known += (known.empty() ? "" : ", ") + n;
+        const std::string best = nearest_name(k.fullname, sections);
+        MARLSCHED_THROW(ConfigError, path << ":" << k.line << ": unknown table [" << k.fullname
+                                          << "]"
+                                          << (best.empty() ? "" : " (did you mean [" + best + "]?)")
+                                          << "; a config file's tables are " << known
+                                          << ", and env.NAME or algo.NAME");
+      }
+      flatten(*sub, k.fullname, path, sections, out);
       continue;
     }
     if (const auto* arr = node.as_array()) {
@@ -142,11 +213,22 @@ void apply_config_file(CLI::App* sub, const Binder& binder, const std::string& p
                                       << ": not valid TOML: " << e.description());
   }
   std::vector<ConfigKey> items;
-  flatten(doc, "", path, items);
+  flatten(doc, "", path, binder.sections, items);
+  std::map<std::string, const ConfigKey*>
+      given;  // each option once, whatever its table or spelling
   for (const auto& item : items) {
     std::string key = item.name;
     for (auto& ch : key)
       if (ch == '_') ch = '-';
+    if (const auto [it, fresh] = given.emplace(key, &item); !fresh) {
+      // toml++ orders keys by name: name the later line as the repeat.
+      const ConfigKey* first = it->second->line <= item.line ? it->second : &item;
+      const ConfigKey* again = first == &item ? it->second : &item;
+      MARLSCHED_THROW(ConfigError, path << ":" << again->line << ": '" << again->fullname
+                                        << "' sets " << key << " again (line " << first->line
+                                        << " sets it as '" << first->fullname
+                                        << "'): give each option once");
+    }
     CLI::Option* op = sub->get_option_no_throw("--" + key);
     if (op == nullptr || key == "config" || key == "help") {
       std::vector<std::string> flags;

@@ -16,7 +16,7 @@ cmake --build "$BUILD" -j"$(nproc)"
 WORK=$(mktemp -d /tmp/marlsched-fuzz.XXXXXX)
 trap 'rm -rf "$WORK" /tmp/marlsched-fuzz-[0-9]*' EXIT
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
-for t in traces manifest config; do
+for t in traces manifest config dataset; do
   exe="$BUILD/fuzz_$t"
   reg="$ROOT/tests/fuzz/regressions/$t"
   if [ -d "$reg" ] && [ -n "$(ls -A "$reg")" ]; then

@@ -1,5 +1,7 @@
 #include "run_command.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -26,6 +28,32 @@ std::string config_record(const Command& cmd, const std::vector<std::string>& no
   return text;
 }
 
+namespace {
+/// Refuses a layout whose rollout storage alone would not fit in this rank's share of the
+/// node's memory (issue 42: a huge --agents-per-rank grew memory without a word). The estimate
+/// is a floor: per agent, env copy and step its observation, next observation and trajectory
+/// row; per env copy and step every agent's observation (the global state a critic reads).
+void check_memory(const RunConfig& run, const EnvSpec& spec, int ranks) {
+  const double K = run.agents_per_rank, E = run.envs_per_rank, T = spec.episode_length + 1.0;
+  const double d = spec.obs_dim(), N = K * ranks;
+  const double bytes = 4.0 * E * T * (K * (4 * d + 8) + N * d);
+  const double phys =
+      static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int per_node = local != nullptr ? std::max(1, std::atoi(local)) : 1;
+  if (phys <= 0 || bytes <= phys / per_node) return;
+  const double gib = 1024.0 * 1024 * 1024;
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1) << "--agents-per-rank " << run.agents_per_rank << " x --envs-per-rank "
+     << run.envs_per_rank << " x " << spec.episode_length << " steps needs at least " << bytes / gib
+     << " GiB per rank for its rollouts, more than the " << phys / per_node / gib
+     << " GiB a rank has here (" << phys / gib << " GiB for " << per_node
+     << " rank(s) on this node): give fewer agents or env copies per rank, or "
+        "more ranks";
+  MARLSCHED_THROW(ConfigError, os.str());
+}
+}  // namespace
+
 Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner,
                  const std::function<void()>& before_validate) {
   cmd.resolve(needs_learner);
@@ -39,6 +67,8 @@ Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner,
   p.input_notes = p.factory->input_notes();
   if (comm.is_root())
     for (const auto& note : p.input_notes) std::cout << note << "\n";
+  check_traj_chunks(cmd.run, p.factory->spec());
+  check_memory(cmd.run, p.factory->spec(), comm.size());
   if (needs_learner) {
     cmd.learners.check_env(cmd.run.algo, p.factory->spec());
     check_env(cmd.run, p.factory->spec());
@@ -46,8 +76,58 @@ Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner,
   return p;
 }
 
-void claim_run_dir(const RunConfig& run, const dist::Comm& comm, bool force, bool resuming,
-                   std::optional<RunDirLock>& lock) {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Whether `inner` is `outer` or lies inside it (both made absolute, symlinks resolved).
+bool within(const fs::path& inner, const fs::path& outer) {
+  auto i = inner.begin(), o = outer.begin();
+  for (; o != outer.end(); ++i, ++o)
+    if (i == inner.end() || *i != *o) return false;
+  return true;
+}
+
+/// --force removes the earlier run's files; refused when one of them is, holds or lies inside
+/// a path this command reads (a dataset written into the run directory, a model for
+/// --init-from, the config file): the inputs were checked in phase 1 and would be gone by the
+/// time phase 2 reads them.
+void refuse_clearing_inputs(const std::string& run_dir, const std::vector<std::string>& artifacts,
+                            const CLI::App& app) {
+  for (const CLI::Option* opt : app.get_options()) {
+    const std::string name = opt->get_name();
+    if (name == "--run-dir" || name == "--resume") continue;
+    for (const auto& value : opt->results()) {
+      std::error_code ec;
+      if (value.empty() || !fs::exists(fs::symlink_status(value, ec))) continue;
+      const fs::path input = fs::weakly_canonical(value, ec);
+      if (ec) continue;
+      for (const auto& a : artifacts) {
+        const fs::path art = fs::weakly_canonical(fs::path(run_dir) / a, ec);
+        if (ec || !(within(input, art) || within(art, input))) continue;
+        MARLSCHED_THROW(InputError, "--force would remove '"
+                                        << (fs::path(run_dir) / a).string() << "', but this "
+                                        << "command reads " << name << " '" << value
+                                        << "' from there: copy that input elsewhere first, or "
+                                           "choose another --run-dir");
+      }
+    }
+  }
+}
+
+/// A run's own files must be real files: a link planted among them (`metrics.csv -> ~/notes`)
+/// would make the run write into its target, or a resume truncate it.
+void refuse_planted_links(const std::string& run_dir, int rank) {
+  std::vector<std::string> names = run_artifacts(run_dir);
+  names.push_back(".lock-rank-" + std::to_string(rank));
+  names.push_back(".write-probe-rank-" + std::to_string(rank));
+  for (const auto& n : names) refuse_link(run_dir + "/" + n);
+}
+
+}  // namespace
+
+void claim_run_dir(const RunConfig& run, const CLI::App& app, const dist::Comm& comm, bool force,
+                   bool resuming, std::optional<RunDirLock>& lock) {
   // Created and written to now, so that a read-only or full file system fails before training
   // with one message instead of later.
   std::error_code ec;
@@ -55,10 +135,11 @@ void claim_run_dir(const RunConfig& run, const dist::Comm& comm, bool force, boo
   if (ec)
     MARLSCHED_THROW(InputError,
                     "cannot create run directory '" << run.run_dir << "': " << ec.message());
+  refuse_planted_links(run.run_dir, comm.rank());
   const std::string probe = run.run_dir + "/.write-probe-rank-" + std::to_string(comm.rank());
   write_file(probe, "marlsched\n");
   std::filesystem::remove(probe, ec);
-  lock.emplace(run.run_dir, comm.rank());
+  if (!lock) lock.emplace(run.run_dir, comm.rank());
   const auto earlier = resuming ? std::vector<std::string>{} : run_artifacts(run.run_dir);
   if (!earlier.empty() && !force) {
     std::string names;
@@ -71,6 +152,7 @@ void claim_run_dir(const RunConfig& run, const dist::Comm& comm, bool force, boo
                                     << "choose another --run-dir, or give --force to remove it "
                                        "and start afresh");
   }
+  if (!earlier.empty()) refuse_clearing_inputs(run.run_dir, earlier, app);
   if (!earlier.empty() && comm.is_root()) clear_run_artifacts(run.run_dir);
 }
 
@@ -134,6 +216,10 @@ std::optional<int> RunCommand::validate(const dist::Comm& comm) {
 
 void RunCommand::check_baselines(std::vector<std::string>& names) const {
   if (names.empty()) names = heuristic_names(cmd_.run.env);
+  for (std::size_t i = 0; i < names.size(); ++i)
+    MARLSCHED_REQUIRE(std::find(names.begin() + static_cast<std::ptrdiff_t>(i) + 1, names.end(),
+                                names[i]) == names.end(),
+                      "--baselines names '" << names[i] << "' twice: give each baseline once");
   for (const auto& b : names) make_heuristic(b, prep_.factory->spec(), 0);
 }
 
@@ -192,6 +278,11 @@ void ModelSource::choose_config(Command& cmd, const dist::Comm& comm) {
 void ModelSource::check_models(Command& cmd, const dist::Comm& comm) const {
   if (run_dir.empty() && checkpoint.empty()) return;
   const std::string what = run_dir.empty() ? checkpoint : run_dir;
+  if (const auto holder = run_dir_holder(model_run_dir()); !holder.empty() && comm.is_root())
+    std::cerr << "marlsched: warning: '" << model_run_dir() << "' is in use by a running training ("
+              << holder << "): " << command_
+              << " reads the models it has written so far (its last completed run, segment or "
+                 "checkpoint), not the one it is training\n";
   if (!checkpoint.empty()) {
     const int trained = read_manifest(checkpoint + "/MANIFEST").ranks;
     MARLSCHED_REQUIRE(trained == comm.size(), "checkpoint '"

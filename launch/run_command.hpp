@@ -32,9 +32,11 @@ Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner,
 
 /// Creates `run.run_dir` if needed, proves that this rank can write into it, and takes this
 /// rank's lock on it (held while `lock` lives). Unless `resuming`, a directory that holds an
-/// earlier run is refused with one message, or with `force` cleared of that run's files.
-void claim_run_dir(const RunConfig& run, const dist::Comm& comm, bool force, bool resuming,
-                   std::optional<RunDirLock>& lock);
+/// earlier run is refused with one message, or with `force` cleared of that run's files (refused
+/// too when one of them is or holds a path that an option of `app` reads). A symbolic link in
+/// place of one of the run's files is refused.
+void claim_run_dir(const RunConfig& run, const CLI::App& app, const dist::Comm& comm, bool force,
+                   bool resuming, std::optional<RunDirLock>& lock);
 
 /// What train, eval, baselines and collect have in common: Command's options, and phase 1 as
 /// one sequence with a hook at each place where one of them checks more.

@@ -169,12 +169,37 @@ class TrainCommand : public RunCommand {
     }
   }
 
+  /// Before the env checks the agent count: a resume at another rank count is named as such
+  /// (the env would blame its site list).
+  void check_models(const dist::Comm& comm) override {
+    const std::string dir = !resume_dir_.empty() ? resume_dir_
+                            : auto_resume_       ? cmd_.run.run_dir
+                                                 : "";
+    if (dir.empty()) return;
+    const auto latest = latest_checkpoint(dir);
+    if (!latest) return;  // plan_resume says there is nothing to resume
+    Manifest m;
+    try {
+      m = read_manifest(*latest + "/MANIFEST");
+    } catch (const std::exception&) {
+      return;  // a damaged manifest: plan_resume names it and the intact checkpoint
+    }
+    MARLSCHED_REQUIRE(m.ranks == comm.size(),
+                      "--resume: '" << dir << "' was trained by " << m.ranks << " rank"
+                                    << (m.ranks == 1 ? "" : "s") << " (its checkpoints hold one "
+                                    << "state per rank) and this job has " << comm.size()
+                                    << ": resume it with mpirun -n " << m.ranks);
+  }
+
   void after_prepare(const dist::Comm& comm) override {
     auto& run = cmd_.run;
     if (auto_resume_ && resume_dir_.empty() && latest_checkpoint(run.run_dir).has_value())
       resume_dir_ = run.run_dir;
     if (!resume_dir_.empty()) {
       run.run_dir = resume_dir_;
+      // Before its checkpoints and trajectories are read: a live job's files being written are
+      // not damage (a second --auto-resume racing a running resume said they were).
+      run_lock_.emplace(run.run_dir, comm.rank());
       resume_ =
           plan_resume(run, comm, config_fingerprint(cmd_.binder->to_toml()), quarantine_damaged_);
     }
@@ -186,7 +211,8 @@ class TrainCommand : public RunCommand {
       cmd_.learners.check_init(run.algo, prep_.factory->spec(), run.agents_per_rank * comm.size(),
                                run.agents_per_rank, init_model_path(run.init_from, comm.rank()));
     }
-    claim_run_dir(run, comm, force_, !resume_dir_.empty(), run_lock_);  // held until the job ends
+    claim_run_dir(run, *cmd_.app, comm, force_, !resume_dir_.empty(),
+                  run_lock_);  // held until the job ends
   }
 
   std::string resume_dir_;

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "slurm_templates.hpp"
 #include "train/checkpoint.hpp"
 
@@ -119,6 +120,32 @@ void require_plain_path(const std::string& what, const std::string& p) {
       what << " '" << p << "' contains spaces or shell characters; use a plain path for Slurm");
 }
 
+/// Names that go into #SBATCH lines (job name, partition, account): one word of printable
+/// characters; a newline would start a line of the script, a space split the option.
+void require_plain_word(const std::string& what, const std::string& v) {
+  bool ok = !v.empty();
+  for (char c : v)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f ||
+        std::string("\"'`$\\;&|<>()*?[]{}#").find(c) != std::string::npos)
+      ok = false;
+  std::string shown;  // control characters written out, so that the message is one line
+  for (char c : v) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      shown += "\\n";
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      shown += buf;
+    } else {
+      shown += c;
+    }
+  }
+  MARLSCHED_REQUIRE(ok, what << " '" << shown
+                             << "' must be one word of printable characters without shell "
+                                "characters (it goes into an #SBATCH line of the job script)");
+}
+
 std::vector<std::string> read_sweep(const std::string& path) {
   std::ifstream in(path);
   MARLSCHED_REQUIRE(in, "cannot read the sweep file '" << path << "'");
@@ -187,6 +214,9 @@ SlurmJob plan_slurm_job(const SlurmOptions& o, int agents_per_rank, int defined_
   job.config_path = job.run_dir + "/job-" + o.kind + ".toml";
   job.config_text = config_text;
 
+  if (!o.partition.empty()) require_plain_word("--partition", o.partition);
+  if (!o.account.empty()) require_plain_word("--account", o.account);
+  if (!o.job_name.empty()) require_plain_word("--job-name", o.job_name);
   std::ostringstream lines;
   if (!o.partition.empty()) lines << "#SBATCH --partition=" << o.partition << "\n";
   if (!o.account.empty()) lines << "#SBATCH --account=" << o.account << "\n";
@@ -247,7 +277,7 @@ SlurmJob plan_slurm_job(const SlurmOptions& o, int agents_per_rank, int defined_
 }
 
 void write_slurm_job(const SlurmJob& job) {
-  fs::create_directories(job.run_dir);
+  make_dirs(job.run_dir);
   write_file_atomic(job.config_path, job.config_text);
   if (!job.sweep_lines.empty()) {
     std::string s;

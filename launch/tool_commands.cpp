@@ -22,6 +22,7 @@
 #include "envs/lstcb/lstcb.hpp"
 #include "report.hpp"
 #include "slurm.hpp"
+#include "train/run_dir.hpp"
 
 namespace marlsched::cli {
 
@@ -134,6 +135,17 @@ void check_sweep_lines(const SlurmJob& job) {
     for (std::string w; words >> w;) args.push_back(w);
     args.insert(args.begin(), {"--config", tmp});
     const std::string where = "sweep line " + std::to_string(i + 1) + " ('" + line + "'): ";
+    // The job script gives these itself (slurm/train.sbatch.in): a line that gives one again
+    // would fail in every array task.
+    for (std::size_t j = 2; j < args.size(); ++j)  // after the "--config TMP" put first
+      for (const char* own : {"--config", "--run-dir", "--auto-resume", "--resume", "--threads"})
+        if (args[j] == own || args[j].rfind(std::string(own) + "=", 0) == 0)
+          MARLSCHED_THROW(ConfigError,
+                          where << own
+                                << " is set by the job script for every task (each trains into "
+                                   "RUN_DIR/task-K with --auto-resume, --threads from "
+                                   "--cpus-per-task, and the job's config): leave it out of the "
+                                   "sweep line");
     try {
       scratch.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // CLI11: reversed
       t.resolve(true);
@@ -166,7 +178,7 @@ class GenDataCommand : public Subcommand {
   }
   int run(const dist::Comm& comm) override {
     if (!comm.is_root()) return 0;
-    std::filesystem::create_directories(out_);
+    make_dirs(out_);
     std::int64_t t0 = 0;
     csv::parse_datetime("2023-01-01 00:00", t0);
     // The same seeds as the default run's synthetic traces (site i of the default site list
@@ -185,7 +197,7 @@ class GenDataCommand : public Subcommand {
     std::cout << "wrote synthetic traces for " << geodc::builtin_zones().size()
               << " zones and a pai_task_table sample into " << out_ << std::endl;
     const auto dir = std::filesystem::path(profiles_).parent_path();
-    if (!dir.empty()) std::filesystem::create_directories(dir);
+    if (!dir.empty()) make_dirs(dir);
     write_file_atomic(profiles_, lstcb::profiles_csv(lstcb::builtin_profiles()));
     std::cout << "wrote the lstcb batch profiles to " << profiles_ << std::endl;
     return 0;
@@ -236,6 +248,11 @@ class ExportCommand : public Subcommand {
   }
   bool serial() const override { return true; }
   int run(const dist::Comm&) override {  // rank 0 alone reads every rank's model
+    if (const auto holder = run_dir_holder(run_); !holder.empty())
+      std::cerr << "marlsched: warning: '" << run_ << "' is in use by a running training ("
+                << holder
+                << "): export reads the models it has written so far (its last "
+                   "completed run or segment), not the one it is training\n";
     export_policy(run_, out_.empty() ? run_ + "/policy.pt" : out_, critic_);
     return 0;
   }

@@ -138,7 +138,35 @@ void Mappo::check_model_layout(const std::string& path, const MappoConfig& cfg, 
   } catch (const c10::Error&) {
     MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
   }
-  require_layout(meta, layout_of(cfg, spec, num_agents, local_agents), path);
+  const auto l = layout_of(cfg, spec, num_agents, local_agents);
+  require_layout(meta, l, path);
+  // The networks' sizes are not in the layout: compare the stored parameters' shapes with the
+  // networks this config builds (the first actor and the critic; every actor has one shape).
+  const bool per_target = cfg.actor_kind() == ActorKind::kTargets;
+  const bool pooled = cfg.critic_kind() == CriticKind::kPooled;
+  const int ain = static_cast<int>(l[2]), cin = static_cast<int>(l[3]);
+  const std::string sizes = "--actor-hidden, --critic-hidden and --critic-embed";
+  nn::KeepTorchRng keep;  // building the reference networks draws from torch's generator
+  try {
+    torch::serialize::InputArchive actor, critic;
+    ar.read("actor0", actor);
+    nn::require_shapes(
+        *nn::Mlp(per_target ? spec.obs_dim() + nn::target_row_dim(spec) : ain, cfg.actor_hidden,
+                 per_target ? spec.num_modes() : spec.num_actions(), 0.01),
+        actor, path, "actor0", sizes);
+    ar.read("critic", critic);
+    nn::require_shapes(*nn::Mlp(pooled ? cin + cfg.critic_embed : cin, cfg.critic_hidden, 1, 1.0),
+                       critic, path, "critic", sizes);
+    if (pooled) {
+      torch::serialize::InputArchive enc;
+      ar.read("critic_enc", enc);
+      nn::require_shapes(*nn::Mlp(spec.obs_dim(), std::vector<int>{cfg.critic_hidden.front()},
+                                  cfg.critic_embed, 1.0),
+                         enc, path, "critic_enc", sizes);
+    }
+  } catch (const c10::Error&) {
+    MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
+  }
 }
 
 void Mappo::init_from(const std::string& path) {

@@ -33,6 +33,11 @@
 namespace marlsched::geodc {
 
 /// Environment configuration (all options are also flags; see `marlsched train --help`).
+/// Bounds of the physical options (Config::validate; docs/envs/geodc.md, "Ranges").
+constexpr int kMaxGpus = 1000000;             ///< GPUs per site
+constexpr double kMaxArrivalRate = 100000.0;  ///< jobs per hour per site
+constexpr int kMaxAllTargets = 4096;          ///< agents with --site-neighbours 0
+
 struct Config : EnvConfig {
   // Sites: one entry per data center (agent), in agent order.
   std::vector<std::string> sites{"US-CAL-CISO", "DE-LU", "SG", "JP-TK"};
@@ -75,6 +80,11 @@ struct Config : EnvConfig {
   std::string trace_start = "2023-01-01 00:00";
   int trace_days = 365;
   std::uint64_t trace_seed = 2023;
+  /// Plausible ranges of trace values (issue 42): a value beyond them is a unit or file error
+  /// (the dirtiest grids run near 1,200 gCO2eq/kWh; day-ahead price caps are a few thousand
+  /// USD/MWh), refused with its file and line. Raise them where a scenario means it.
+  double max_carbon = 5000.0;  ///< gCO2eq/kWh
+  double max_price = 1e5;      ///< |USD/MWh|
 
   // Reward weights: r = w_work·goodput + w_util·util − w_cost·cost − w_carbon·carbon − w_sla·viol.
   double w_work = 0.1;    ///< per GPU-hour of work completed within its deadline

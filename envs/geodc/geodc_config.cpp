@@ -58,6 +58,12 @@ void Config::bind(OptionBinder& b) {
         "time that episodes' start offsets count from (ISO 8601; UTC unless it has an offset)");
   b.add("trace-days", trace_days, "episodes start uniformly within this many days of trace-start");
   b.add("trace-seed", trace_seed, "seed of the synthetic traces (the data, not the run)");
+  b.add("max-carbon", max_carbon,
+        "largest carbon intensity a trace may hold (gCO2eq/kWh); larger values are refused as a "
+        "unit or file error");
+  b.add("max-price", max_price,
+        "largest price magnitude a trace may hold (USD/MWh, after --fx); larger values are "
+        "refused as a unit or file error");
   b.add("w-work", w_work, "reward per GPU-hour completed within deadline");
   b.add("w-util", w_util, "reward per unit GPU utilisation");
   b.add("w-cost", w_cost, "penalty per USD of energy");
@@ -171,6 +177,22 @@ void check_coverage(const HourlySeries& s, const std::string& path, std::int64_t
                          << csv::format_datetime(last_start * 3600) << ": give --trace-days "
                          << (s.start_hour + n - t0) / 24 << " or less");
 }
+/// Every value of a trace file lies within ±`limit` (issue 42): a value beyond it is a unit or
+/// file error that would train to nonsense rewards; refused with its file and line.
+void check_range(const HourlySeries& s, double limit, const char* what, const char* unit,
+                 const char* flag) {
+  for (std::size_t i = 0; i < s.values.size(); ++i)
+    if (std::abs(s.values[i]) > limit) {
+      std::ostringstream os;
+      os << s.source;
+      if (i < s.lines.size()) os << ":" << s.lines[i];
+      os << ": " << s.values[i] << " " << unit << " is beyond the plausible range of " << what
+         << " (" << flag << " " << limit << "): a unit or file error? (raise " << flag
+         << " if the scenario means it)";
+      MARLSCHED_THROW(InputError, os.str());
+    }
+}
+
 }  // namespace
 
 void Config::keep_sites(std::size_t n) {
@@ -201,12 +223,19 @@ void Config::validate(int num_agents) const {
   for (std::size_t i = 0; i < n; ++i) {
     MARLSCHED_REQUIRE(region_index(regions[i]) >= 0,
                       "--regions: unknown region '" << regions[i] << "' (use US, EU, AP or SA)");
-    MARLSCHED_REQUIRE(
-        gpus[i] > 0, "--gpus: site " << sites[i] << " needs a positive GPU count, got " << gpus[i]);
-    MARLSCHED_REQUIRE(pue[i] >= 1.0 && std::isfinite(pue[i]),
-                      "--pue: site " << sites[i] << " needs PUE >= 1, got " << pue[i]);
-    MARLSCHED_REQUIRE(arrival_rates[i] >= 0 && std::isfinite(arrival_rates[i]),
-                      "--arrival-rates: site " << sites[i] << " has a negative or non-finite rate");
+    // Physical ranges (docs/envs/geodc.md, "Ranges"): the largest AI data centers hold about
+    // 1e5 GPUs; PUE runs from 1 (ideal) to about 3; each arrival is simulated as a job.
+    MARLSCHED_REQUIRE(gpus[i] > 0 && gpus[i] <= kMaxGpus, "--gpus: site " << sites[i]
+                                                                          << " needs a GPU count "
+                                                                             "in [1, "
+                                                                          << kMaxGpus << "], got "
+                                                                          << gpus[i]);
+    MARLSCHED_REQUIRE(pue[i] >= 1.0 && pue[i] <= 5.0,
+                      "--pue: site " << sites[i] << " needs PUE in [1, 5], got " << pue[i]);
+    MARLSCHED_REQUIRE(arrival_rates[i] >= 0 && arrival_rates[i] <= kMaxArrivalRate,
+                      "--arrival-rates: site "
+                          << sites[i] << " needs a rate in [0, " << kMaxArrivalRate
+                          << "] jobs per hour (each job is simulated), got " << arrival_rates[i]);
   }
   if (replicate_sites) {
     // Cycling never drops a site: with fewer agents than sites the run would silently leave
@@ -227,18 +256,24 @@ void Config::validate(int num_agents) const {
   }
   MARLSCHED_REQUIRE(slot_minutes > 0 && 60 % slot_minutes == 0,
                     "--slot-minutes must divide 60, got " << slot_minutes);
-  MARLSCHED_REQUIRE(episode_slots > 0, "--episode-slots must be positive, got " << episode_slots);
-  MARLSCHED_REQUIRE(idle_watts >= 0 && std::isfinite(idle_watts), "--idle-watts must be >= 0");
+  MARLSCHED_REQUIRE(episode_slots > 0 && episode_slots <= 100000,
+                    "--episode-slots must be in [1, 100000], got " << episode_slots);
+  MARLSCHED_REQUIRE(idle_watts >= 0 && idle_watts <= 1e4,
+                    "--idle-watts must be in [0, 10000] W per GPU, got " << idle_watts);
   MARLSCHED_REQUIRE(busy_watts.size() == kNumJobTypes,
                     "--busy-watts needs " << kNumJobTypes << " values (gan-ft, mlm-ft, sd-ft)");
   for (double w : busy_watts)
-    MARLSCHED_REQUIRE(w >= idle_watts && std::isfinite(w),
-                      "--busy-watts values must be finite and >= --idle-watts, got " << w);
-  MARLSCHED_REQUIRE(transfer_kwh_per_gb >= 0, "--transfer-kwh-per-gb must be >= 0");
+    MARLSCHED_REQUIRE(w >= idle_watts && w <= 1e4,
+                      "--busy-watts values must be in [--idle-watts, 10000] W per GPU, got " << w);
+  MARLSCHED_REQUIRE(transfer_kwh_per_gb >= 0 && transfer_kwh_per_gb <= 100,
+                    "--transfer-kwh-per-gb must be in [0, 100], got " << transfer_kwh_per_gb);
   MARLSCHED_REQUIRE(workload == "synthetic" || workload == "alibaba",
                     "--workload: expected synthetic or alibaba, got '" << workload << "'");
   MARLSCHED_REQUIRE(workload != "alibaba" || !workload_file.empty(),
                     "--workload alibaba needs --workload-file (a pai_task_table CSV)");
+  MARLSCHED_REQUIRE(workload == "alibaba" || workload_file.empty(),
+                    "--workload-file is read only with --workload alibaba (the workload is "
+                        << workload << "): give --workload alibaba, or leave the file out");
   auto check_probs = [](const std::vector<double>& p, std::size_t k, const char* flag) {
     MARLSCHED_REQUIRE(p.size() == k, "--" << flag << " needs " << k << " values, got " << p.size());
     double s = 0;
@@ -257,8 +292,20 @@ void Config::validate(int num_agents) const {
   check_probs(slack_probs, slack_tiers.size(), "slack-probs");
   MARLSCHED_REQUIRE(diurnal_amplitude >= 0 && diurnal_amplitude <= 1,
                     "--diurnal-amplitude must be in [0, 1], got " << diurnal_amplitude);
-  MARLSCHED_REQUIRE(max_queue > 0, "--max-queue must be positive");
-  MARLSCHED_REQUIRE(max_hops >= 0, "--max-hops must be >= 0");
+  MARLSCHED_REQUIRE(
+      diurnal_peak_hour >= 0 && diurnal_peak_hour < 24,
+      "--diurnal-peak-hour must be a local hour in [0, 24), got " << diurnal_peak_hour);
+  MARLSCHED_REQUIRE(max_queue > 0 && max_queue <= 1000000,
+                    "--max-queue must be in [1, 1000000], got " << max_queue);
+  MARLSCHED_REQUIRE(max_hops >= 0 && max_hops <= 1000,
+                    "--max-hops must be in [0, 1000], got " << max_hops);
+  // Every site is every agent's target with --site-neighbours 0: the action space and the spec
+  // grow with the square of the agent count.
+  MARLSCHED_REQUIRE(neighbours > 0 || num_agents <= kMaxAllTargets,
+                    num_agents << " agents with --site-neighbours 0 (every site a target) make "
+                               << 2 * static_cast<long long>(num_agents)
+                               << " actions per agent; above " << kMaxAllTargets
+                               << " agents give --site-neighbours K (2(K+1) actions)");
   MARLSCHED_REQUIRE(neighbours >= 0 && neighbours < std::max(num_agents, 1),
                     "--site-neighbours must be in [0, " << std::max(num_agents, 1) - 1 << "] with "
                                                         << num_agents << " agents, got "
@@ -274,7 +321,12 @@ void Config::validate(int num_agents) const {
   parse_fx(fx);
   TraceRepair::parse(trace_repair);
   trace_start_hour(*this);
-  MARLSCHED_REQUIRE(trace_days > 0, "--trace-days must be positive");
+  MARLSCHED_REQUIRE(trace_days > 0 && trace_days <= 36600,
+                    "--trace-days must be in [1, 36600], got " << trace_days);
+  MARLSCHED_REQUIRE(max_carbon > 0 && std::isfinite(max_carbon),
+                    "--max-carbon must be positive and finite, got " << max_carbon);
+  MARLSCHED_REQUIRE(max_price > 0 && std::isfinite(max_price),
+                    "--max-price must be positive and finite, got " << max_price);
   // Rewards are float32 in the learners and trajectories: a weight that scales an episode's
   // hundreds of GPU-hours, dollars or kilograms beyond float range is refused here, not found as
   // an infinite reward later.
@@ -365,6 +417,7 @@ std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int n
             cfg.carbon_files[si],
             cfg.carbon_column == "lca" ? CarbonColumn::kLifecycle : CarbonColumn::kDirect, repair);
         check_coverage(d->carbon, cfg.carbon_files[si], t0, episode_hours, cfg.trace_days);
+        check_range(d->carbon, cfg.max_carbon, "carbon intensities", "gCO2eq/kWh", "--max-carbon");
       }
       if (cfg.price_files.empty())
         d->price =
@@ -372,6 +425,7 @@ std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int n
       else {
         d->price = load_price_csv(cfg.price_files[si], fx, repair);
         check_coverage(d->price, cfg.price_files[si], t0, episode_hours, cfg.trace_days);
+        check_range(d->price, cfg.max_price, "prices", "USD/MWh", "--max-price");
       }
       per_site[si] = d;
     }
@@ -401,6 +455,15 @@ std::vector<std::string> input_notes(const Config& cfg,
                                      const std::vector<std::shared_ptr<const SiteData>>& sites) {
   std::vector<std::string> out;
   std::set<std::string> seen;
+  for (std::size_t a = 0; a < sites.size(); ++a) {
+    const std::string& name = cfg.sites[static_cast<std::size_t>(cfg.site_of(static_cast<int>(a)))];
+    for (const HourlySeries* s : {&sites[a]->carbon, &sites[a]->price})
+      if (!s->source.empty() && !s->zone.empty() && s->zone != name &&
+          seen.insert("zone:" + s->source).second)
+        out.push_back("warning: " + s->source + " holds zone " + s->zone +
+                      ", but it is given for site " + name +
+                      " (the trace files follow the order of --sites)");
+  }
   for (const auto& site : sites)
     for (const HourlySeries* s : {&site->carbon, &site->price}) {
       if (s->source.empty() || !seen.insert(s->source).second) continue;

@@ -8,6 +8,7 @@
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/rng.hpp"
 
 namespace marlsched::geodc {
@@ -48,6 +49,14 @@ struct RepairCount {
     return o.str();
   }
 };
+
+/// Whether row r + 1 of `t` holds an hour (column `col`) before `h`.
+bool next_hour_before(const csv::Table& t, int col, std::size_t r, std::int64_t h) {
+  const auto& row = t.rows[r + 1];
+  if (static_cast<int>(row.size()) <= col) return false;
+  const auto ts = csv::parse_timestamp(row[static_cast<std::size_t>(col)]);
+  return ts && ts->utc_seconds / 3600 < h;
+}
 
 /// Reads the timestamp and value columns into `s`: on-the-hour, strictly hourly timestamps,
 /// except what `repair` mends (recorded in s.repairs).
@@ -108,6 +117,13 @@ void read_hours(const csv::Table& t, int col, int vcol, bool allow_negative,
                                          << " at line " << prev_line << ", " << v
                                          << " here; --trace-repair average-duplicates takes "
                                             "their mean)");
+    } else if (h > prev + 1 && r + 1 < t.rows.size() && next_hour_before(t, col, r, h)) {
+      // The "missing" hour comes later: rows out of order, not a gap (no repair fills that).
+      MARLSCHED_THROW(InputError, t.path << ":" << line << ": rows out of time order: " << stamp
+                                         << " comes before the earlier "
+                                         << t.rows[r + 1][static_cast<std::size_t>(col)]
+                                         << " at line " << t.line_numbers[r + 1]
+                                         << "; sort the file by time");
     } else if (h == prev + 2 && repair.fill_gaps) {  // one missing hour: the mean of its sides
       s.values.push_back(0.5 * (s.values.back() + v));
       s.lines.push_back(line);
@@ -148,6 +164,10 @@ void read_hours(const csv::Table& t, int col, int vcol, bool allow_negative,
 
 TraceRepair TraceRepair::parse(const std::vector<std::string>& names) {
   TraceRepair r;
+  if (std::find(names.begin(), names.end(), "none") != names.end() && names.size() > 1)
+    MARLSCHED_THROW(ConfigError,
+                    "--trace-repair: 'none' (strict reading) does not go with "
+                    "repairs; give either none or the repairs");
   for (const auto& n : names) {
     if (n == "drop-duplicates")
       r.drop_duplicates = true;
@@ -306,8 +326,7 @@ HourlySeries synth_price(const ZoneProfile& p, std::int64_t start_hour, int hour
 }
 
 void write_carbon_csv(const std::string& path, const HourlySeries& s, const std::string& country) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) MARLSCHED_THROW(InputError, "cannot write '" << path << "'");
+  std::ostringstream out;  // written at once (write_file_atomic: checked, never through a link)
   out << "Datetime (UTC),Country,Zone Name,Zone Id,Carbon Intensity gCO\xE2\x82\x82"
          "eq/kWh (direct),Carbon Intensity gCO\xE2\x82\x82"
          "eq/kWh (LCA),Low Carbon Percentage,Renewable Percentage,Data Source,Data Estimated,"
@@ -317,15 +336,16 @@ void write_carbon_csv(const std::string& path, const HourlySeries& s, const std:
     out << csv::format_datetime((s.start_hour + static_cast<std::int64_t>(i)) * 3600) << ','
         << country << ',' << s.zone << ',' << s.zone << ',' << s.values[i] << ',' << s.values[i]
         << ",,,marlsched synthetic,true,SYNTHETIC\n";
+  write_file_atomic(path, out.str());
 }
 
 void write_price_csv(const std::string& path, const HourlySeries& s) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) MARLSCHED_THROW(InputError, "cannot write '" << path << "'");
+  std::ostringstream out;  // written at once (write_file_atomic: checked, never through a link)
   out << "Datetime,Price (USD/MWh)\n" << std::fixed << std::setprecision(2);
   for (std::size_t i = 0; i < s.values.size(); ++i)
     out << csv::format_datetime((s.start_hour + static_cast<std::int64_t>(i)) * 3600) << ','
         << s.values[i] << '\n';
+  write_file_atomic(path, out.str());
 }
 
 }  // namespace marlsched::geodc

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <sstream>
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
+#include "core/file.hpp"
 
 namespace marlsched::geodc {
 
@@ -109,8 +111,7 @@ std::vector<TraceTask> load_pai_task_table(const std::string& path) {
 }
 
 void write_pai_task_table(const std::string& path, int n, std::uint64_t seed) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) MARLSCHED_THROW(InputError, "cannot write '" << path << "'");
+  std::ostringstream out;  // written at once (write_file_atomic: checked, never through a link)
   Rng rng(seed);
   std::int64_t t = 1593600000;  // an arbitrary origin: the public trace's clock is shifted too
   static const char* status[] = {"Terminated", "Terminated", "Terminated", "Failed", "Running"};
@@ -128,6 +129,7 @@ void write_pai_task_table(const std::string& path, int n, std::uint64_t seed) {
     if (plan_gpu > 0) out << plan_gpu;
     out << ',' << gpu_type[rng.below(5)] << '\n';
   }
+  write_file_atomic(path, out.str());
 }
 
 }  // namespace marlsched::geodc

@@ -68,6 +68,101 @@ void append_world_major(const std::vector<T>& src, std::int64_t S, int W, std::s
                   inner);
 }
 
+/// Values beyond these are not an env's (observations are scaled to order one, rewards to
+/// hundreds per step): a damaged, foreign or hand-edited file.
+constexpr double kMaxAbsObservation = 1e6, kMaxAbsReward = 1e9;
+
+/// Reads rows [first, first + count) of dataset `name` slab by slab as T (so HDF5 checks every
+/// chunk's checksum) and hands each element to `check(value)`, which returns an empty string or
+/// what is wrong with the value; the error names the file, the dataset, the row and the element.
+template <class T, class Check>
+void scan_rows(hid_t file, const std::string& path, const char* name, std::int64_t first,
+               std::int64_t count, Check check) {
+  h5::Id ds = h5::open_dataset(file, name, true);
+  const auto d = h5::dims(ds.get());
+  hsize_t row = 1;
+  for (std::size_t i = 1; i < d.size(); ++i) row *= d[i];
+  const hsize_t slab =
+      std::max<hsize_t>(1, (hsize_t{16} << 20) / (sizeof(T) * std::max<hsize_t>(1, row)));
+  h5::Id fsp = h5::dataset_space(ds.get());
+  std::vector<T> buf;
+  const auto end = static_cast<hsize_t>(first + count);
+  for (auto r0 = static_cast<hsize_t>(first); r0 < end; r0 += slab) {
+    std::vector<hsize_t> start(d.size(), 0), n = d;
+    start[0] = r0;
+    n[0] = std::min<hsize_t>(slab, end - r0);
+    h5::check(
+        H5Sselect_hyperslab(fsp.get(), H5S_SELECT_SET, start.data(), nullptr, n.data(), nullptr),
+        "H5Sselect_hyperslab");
+    h5::Id ms = h5::space(n);
+    buf.resize(static_cast<std::size_t>(n[0] * row));
+    if (H5Dread(ds.get(), h5::native<T>(), ms.get(), fsp.get(), H5P_DEFAULT, buf.data()) < 0)
+      MARLSCHED_THROW(InputError, path << " is damaged: " << name << " rows " << r0 << " to "
+                                       << r0 + n[0] - 1 << " fail their checksum or cannot be "
+                                       << "read (" << h5::error_stack() << ")");
+    for (std::size_t i = 0; i < buf.size(); ++i) {
+      const std::string why = check(buf[i]);
+      if (!why.empty())
+        MARLSCHED_THROW(InputError, path << ": " << name << " row " << r0 + i / row << " (element "
+                                         << i % row << " of the row) " << why
+                                         << "; offline learning reads only what an env could "
+                                            "have written");
+    }
+  }
+}
+
+std::string bounded(float v, double limit, const char* what) {
+  if (!std::isfinite(v)) return "is not finite (" + std::to_string(v) + ")";
+  if (std::abs(static_cast<double>(v)) > limit) {
+    std::ostringstream os;
+    os << "holds " << v << ", beyond the " << what << " an env writes (±" << limit << ")";
+    return os.str();
+  }
+  return {};
+}
+
+/// Every value a rank's share of the rows holds is one the env could have written: actions
+/// within the action count, finite observations and rewards of plausible size, episode flags 0
+/// or 1 (issue 42).
+void check_values(hid_t r, const std::string& path, const EnvSpec& spec, std::int64_t first,
+                  std::int64_t count) {
+  const int n_actions = spec.num_actions();
+  for (const char* obs : {"observations", "next_observations"})
+    scan_rows<float>(r, path, obs, first, count,
+                     [](float v) { return bounded(v, kMaxAbsObservation, "observations"); });
+  scan_rows<float>(r, path, "rewards", first, count,
+                   [](float v) { return bounded(v, kMaxAbsReward, "rewards"); });
+  scan_rows<std::int32_t>(r, path, "actions", first, count, [n_actions](std::int32_t a) {
+    return a >= 0 && a < n_actions ? std::string()
+                                   : "holds action " + std::to_string(a) + ", but this env has " +
+                                         std::to_string(n_actions) + " actions (0 to " +
+                                         std::to_string(n_actions - 1) + ")";
+  });
+  for (const char* flag : {"terminations", "truncations"})
+    scan_rows<std::uint8_t>(r, path, flag, first, count, [](std::uint8_t f) {
+      return f <= 1 ? std::string() : "holds " + std::to_string(f) + " (a flag is 0 or 1)";
+    });
+}
+
+/// Every world's steps end at least one episode (a termination or truncation): a file without
+/// one is cut before its first episode finished, or its flags were never set.
+void check_episode_ends(hid_t r, const std::string& path, std::int64_t rows, int worlds) {
+  std::vector<std::uint8_t> ends(static_cast<std::size_t>(worlds), 0);
+  for (const char* flag : {"terminations", "truncations"}) {
+    std::int64_t i = 0;
+    scan_rows<std::uint8_t>(r, path, flag, 0, rows, [&](std::uint8_t f) {
+      ends[static_cast<std::size_t>(i++ % worlds)] |= f;
+      return std::string();
+    });
+  }
+  for (int w = 0; w < worlds; ++w)
+    MARLSCHED_REQUIRE_INPUT(ends[static_cast<std::size_t>(w)] != 0,
+                            path << ": world " << w << " of its " << rows
+                                 << " rows ends no episode (no termination or truncation flag "
+                                    "is set): the file was cut before an episode finished, or "
+                                    "its flags were not written");
+}
+
 }  // namespace
 
 std::vector<std::string> dataset_files(const std::vector<std::string>& entries) {
@@ -114,7 +209,10 @@ DatasetInfo inspect_dataset(const std::string& path, const EnvSpec& spec, int nu
   MARLSCHED_REQUIRE_INPUT(acts == spec.action_names,
                           path << ": its actions " << joined(acts) << " are not this env's "
                                << joined(spec.action_names) << " (another config)");
-  info.worlds = static_cast<int>(h5::read_attr_int(r, "worlds"));
+  const std::int64_t worlds = h5::read_attr_int(r, "worlds");
+  MARLSCHED_REQUIRE_INPUT(worlds >= 1 && worlds <= (1 << 20),
+                          path << ": its 'worlds' attribute is " << worlds << " (damaged)");
+  info.worlds = static_cast<int>(worlds);
   info.behaviour_policy = h5::has_attr(r, "behaviour_policy")
                               ? h5::read_attr_string(r, "behaviour_policy")
                               : h5::read_attr_string(r, "algo");
@@ -140,16 +238,25 @@ DatasetInfo inspect_dataset(const std::string& path, const EnvSpec& spec, int nu
     MARLSCHED_REQUIRE_INPUT(static_cast<std::int64_t>(dims[0]) == S,
                             path << ": its datasets hold different numbers of rows (damaged)");
   }
+  // Only the rows the writer declares: a file extended past its last flush (a killed run, or an
+  // edit) holds allocated rows that were never written.
+  if (h5::has_attr(r, "rows")) {
+    const std::int64_t declared = h5::read_attr_int(r, "rows");
+    MARLSCHED_REQUIRE_INPUT(declared >= 0 && declared <= S,
+                            path << ": its 'rows' attribute says " << declared
+                                 << " rows were written, but its datasets hold " << S
+                                 << " (damaged)");
+    S = declared;
+  }
   MARLSCHED_REQUIRE_INPUT(S > 0, path << " holds no rows");
   info.rows = S;
   // This caller's share of the rows, read through once so that HDF5 checks every chunk's
-  // checksum: the ranks of a job together read every row once before training.
+  // checksum and every value is one an env could have written: the ranks of a job together
+  // read every row once before training.
   if (shares > 0) {
     const std::int64_t first = S * share / shares, last = S * (share + 1) / shares;
-    for (const auto& need : kNeeded) {
-      h5::Id ds = h5::open_dataset(r, need.path, true);
-      verify_rows(ds.get(), path, need.path, first, last - first);
-    }
+    check_values(r, path, spec, first, last - first);
+    check_episode_ends(r, path, S, info.worlds);
   }
   return info;
 }

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "core/error.hpp"
+#include "core/file.hpp"
 
 namespace {
 // HDF5 1.10's MPI-IO driver calls MPI_File_sync in every H5Fflush and has no setting to skip it
@@ -133,6 +134,7 @@ Id create_parallel(const std::string& path, MPI_Comm comm) {
   check(H5Pset_coll_metadata_write(fapl.get(), true), "H5Pset_coll_metadata_write");
   Id fcpl = plist(H5P_FILE_CREATE);
   check(H5Pset_obj_track_times(fcpl.get(), false), "H5Pset_obj_track_times");
+  refuse_link(path);  // HDF5 follows a link it is given: its target would be truncated
   return file_id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
                  "cannot create HDF5 file '" + path + "'");
 }

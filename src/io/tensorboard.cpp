@@ -1,5 +1,6 @@
 #include "io/tensorboard.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <array>
@@ -8,6 +9,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/file.hpp"
 
 namespace marlsched {
 
@@ -121,13 +123,14 @@ std::string tb_session_start_event(double wall_time, std::int64_t step) {
 }
 
 TensorBoardWriter::TensorBoardWriter(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  make_dirs(dir);
   char host[256] = "localhost";
   ::gethostname(host, sizeof host - 1);
   const double t = now_seconds();
   path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<long long>(t)) + "." + host;
-  f_ = std::fopen(path_.c_str(), "ab");
+  const int fd = open_new_file(path_, O_WRONLY | O_CREAT | O_APPEND);
+  f_ = ::fdopen(fd, "ab");
+  if (f_ == nullptr) ::close(fd);
   if (f_ == nullptr) MARLSCHED_THROW(InputError, "cannot write TensorBoard file '" << path_ << "'");
   write(tb_file_version_event(t));
 }

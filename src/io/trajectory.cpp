@@ -13,6 +13,7 @@
 #include "core/blas.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/version.hpp"
 #include "io/h5.hpp"
 #include "io/trajectory_layout.hpp"
@@ -385,7 +386,7 @@ TrajectoryWriter::TrajectoryWriter(const dist::Comm& comm, const TrajConfig& cfg
                                    int compute_threads)
     : impl_(std::make_unique<Impl>(comm, cfg, path, meta)) {
   const double t0 = now();
-  if (comm.is_root()) fs::create_directories(fs::path(path).parent_path());
+  if (comm.is_root()) make_dirs(fs::path(path).parent_path().string());
   comm.barrier();
   impl_->create();
   // Every rank decides alike (the writers' collectives must match): the thread only where each

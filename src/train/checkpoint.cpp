@@ -124,9 +124,9 @@ void write_checkpoint(const dist::Comm& comm, const std::string& run_dir, int it
   const fs::path final_dir = base / name.str();
   const fs::path tmp = base / (name.str() + ".tmp");
   if (comm.is_root()) {
-    fs::create_directories(base);
+    make_dirs(base.string());
     fs::remove_all(tmp);
-    fs::create_directories(tmp);
+    make_dirs(tmp.string());
   }
   comm.barrier();
   write_rank_files(tmp.string());

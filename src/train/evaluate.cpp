@@ -1,6 +1,7 @@
 #include "train/evaluate.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
@@ -13,6 +14,28 @@
 #include "train/world.hpp"
 
 namespace marlsched {
+
+namespace {
+/// A line on rank 0 at most every 30 s of a long evaluation (thousands of episodes, or an
+/// oracle bound of many sites), so that a long run says where it is.
+class Progress {
+ public:
+  Progress(bool root, std::string what, long long total)
+      : root_(root), what_(std::move(what)), total_(total), last_(Clock::now()) {}
+  void at(long long done) {
+    if (!root_ || Clock::now() - last_ < std::chrono::seconds(30)) return;
+    last_ = Clock::now();
+    std::cout << what_ << ": " << done << " of " << total_ << " episodes" << std::endl;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool root_;
+  std::string what_;
+  long long total_;
+  Clock::time_point last_;
+};
+}  // namespace
 
 EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& comm,
                  const EvalSettings& s) {
@@ -27,7 +50,10 @@ EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& co
   double samples = 0;  // (copy, agent, slot) triples: what a mean component is averaged over
   world.reset();
   std::vector<int> actions;
+  Progress progress(comm.is_root(), "evaluating " + policy.name(),
+                    static_cast<long long>(rounds) * s.copies);
   for (int r = 0; r < rounds; ++r) {
+    progress.at(static_cast<long long>(r) * s.copies);
     std::vector<double> ep_ret(static_cast<std::size_t>(s.copies), 0.0);
     bool finished = false;
     while (!finished) {
@@ -195,7 +221,9 @@ void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory
   if (with_bound && comm.is_root()) {
     const int n_ep = rows.front().episodes;
     std::vector<std::uint64_t> shard_seeds(static_cast<std::size_t>(n));
+    Progress progress(true, "oracle bound", n_ep);
     for (int i = 0; i < n_ep; ++i) {
+      progress.at(i);
       const int c = i % es.copies;
       const auto r = static_cast<std::uint64_t>(i / es.copies);
       for (int a = 0; a < n; ++a)
@@ -228,7 +256,7 @@ void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory
                 << " per episode; oracle_gap_pct = how far below it each policy is\n";
     std::cout << std::flush;
     if (!out_dir.empty()) {
-      std::filesystem::create_directories(out_dir);
+      make_dirs(out_dir);
       write_file_atomic(out_dir + "/eval.csv", format_eval_csv(spec, rows));
       write_file_atomic(out_dir + "/eval.md",
                         format_eval_table(spec, rows, true) + (notes.empty() ? "" : "\n" + notes));

@@ -50,7 +50,7 @@ std::string config_fingerprint(const std::string& toml) {
 
 void write_manifest(const std::string& path, const Manifest& m) {
   std::ostringstream out;
-  out << "marlsched-checkpoint 1\n"
+  out << "marlsched-checkpoint 2\n"
       << "version " << m.version << "\n"
       << "iteration " << m.iteration << "\n"
       << "ranks " << m.ranks << "\n"
@@ -62,7 +62,10 @@ void write_manifest(const std::string& path, const Manifest& m) {
       << "traj_rows " << m.traj_rows << "\n";
   for (const auto& f : m.files)
     out << "file " << f.name << ' ' << f.size << ' ' << std::hex << f.hash << std::dec << "\n";
-  out << "end\n";
+  // The manifest's own checksum: a resume trusts its counts (traj_rows cuts the trajectories).
+  const std::string body = out.str();
+  out << "checksum " << std::hex << std::setw(16) << std::setfill('0')
+      << fnv1a64(body.data(), body.size(), kFnvOffset) << "\nend\n";
   write_file_atomic(path, out.str());
 }
 
@@ -72,7 +75,9 @@ Manifest read_manifest(const std::string& path) {
   Manifest m;
   std::string line;
   int lineno = 0;
-  bool header = false, end = false;
+  bool header = false, end = false, summed = false;
+  std::uint64_t body_hash = kFnvOffset;  // of every line before 'checksum'
+  std::string body;
   auto bad = [&](const std::string& why) {
     MARLSCHED_THROW(InputError, path << ":" << lineno << ": " << why);
   };
@@ -82,13 +87,21 @@ Manifest read_manifest(const std::string& path) {
     std::istringstream ls(line);
     std::string key;
     ls >> key;
+    if (key != "checksum" && key != "end") {
+      body = line + "\n";
+      body_hash = fnv1a64(body.data(), body.size(), body_hash);
+    }
     if (!header) {
       int v = 0;
-      if (key != "marlsched-checkpoint" || !(ls >> v) || v != 1)
-        bad("not a marlsched checkpoint manifest (version 1)");
+      if (key != "marlsched-checkpoint" || !(ls >> v)) bad("not a marlsched checkpoint manifest");
+      if (v == 1)
+        bad("a manifest without a checksum, written by a marlsched older than this one: resume "
+            "it with the marlsched that wrote it");
+      if (v != 2) bad("a manifest of format " + std::to_string(v) + " (this marlsched reads 2)");
       header = true;
       continue;
     }
+    if (summed && key != "end") bad("entry after 'checksum'");
     bool ok = true;
     if (key == "version") {
       ok = static_cast<bool>(ls >> m.version);
@@ -113,7 +126,14 @@ Manifest read_manifest(const std::string& path) {
       ok = static_cast<bool>(ls >> f.name >> f.size >> std::hex >> f.hash) &&
            f.name.find('/') == std::string::npos;
       m.files.push_back(f);
+    } else if (key == "checksum") {
+      std::uint64_t h = 0;
+      ok = static_cast<bool>(ls >> std::hex >> h);
+      if (ok && h != body_hash)
+        bad("the manifest fails its checksum (a changed or damaged byte above this line)");
+      summed = true;
     } else if (key == "end") {
+      if (!summed) bad("no 'checksum' before 'end'");
       end = true;
     } else {
       bad("unknown entry '" + key + "'");

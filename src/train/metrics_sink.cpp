@@ -60,6 +60,8 @@ MetricsSink::MetricsSink(bool root, const std::string& run_dir, const EnvSpec& s
     truncate_rows(run_dir_ + "/timing.csv", first_iteration - 1);
   }
   const auto mode = resuming ? std::ios::app : std::ios::trunc;
+  refuse_link(run_dir_ + "/metrics.csv");
+  refuse_link(run_dir_ + "/timing.csv");
   metrics_.open(run_dir_ + "/metrics.csv", std::ios::out | mode);
   timing_.open(run_dir_ + "/timing.csv", std::ios::out | mode);
   if (!metrics_ || !timing_) MARLSCHED_THROW(InputError, "cannot write into '" << run_dir_ << "'");

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/file.hpp"
 
 namespace marlsched {
 
@@ -55,10 +56,7 @@ std::string holder_of(const std::string& path) {
 
 RunDirLock::RunDirLock(const std::string& run_dir, int rank) {
   const std::string path = run_dir + "/.lock-rank-" + std::to_string(rank);
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0)
-    MARLSCHED_THROW(InputError,
-                    "cannot create the lock file '" << path << "': " << std::strerror(errno));
+  fd_ = open_new_file(path, O_RDWR | O_CREAT);
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     ::close(fd_);
@@ -83,6 +81,15 @@ RunDirLock::RunDirLock(const std::string& run_dir, int rank) {
     const ssize_t n = ::pwrite(fd_, text.data(), text.size(), 0);
     (void)n;  // the note is informational: a lock without it is still a lock
   }
+}
+
+std::string run_dir_holder(const std::string& run_dir) {
+  const std::string path = run_dir + "/.lock-rank-0";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return {};
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // drops the shared lock, if taken
+  return held ? holder_of(path) : std::string();
 }
 
 RunDirLock::RunDirLock(RunDirLock&& o) noexcept : fd_(o.fd_) {
@@ -124,7 +131,7 @@ std::string next_eval_dir(const std::string& base) {
 
 std::string quarantine(const std::string& run_dir, const std::string& path) {
   const fs::path dir = fs::path(run_dir) / "quarantine";
-  fs::create_directories(dir);
+  make_dirs(dir.string());
   const std::string name = fs::path(path).filename().string();
   fs::path to = dir / name;
   for (int k = 1; fs::exists(to); ++k) to = dir / (name + "." + std::to_string(k));

@@ -33,6 +33,10 @@ class RunDirLock {
   int fd_ = -1;
 };
 
+/// "" when no job holds `run_dir` (or it has no lock file); else who holds it ("pid P on HOST
+/// since T"), for readers (eval, export) that should say they read a run still being written.
+std::string run_dir_holder(const std::string& run_dir);
+
 /// The names (files and folders) of a run's own outputs present in `run_dir`, sorted; empty
 /// when it holds none (or does not exist).
 std::vector<std::string> run_artifacts(const std::string& run_dir);

@@ -1,5 +1,7 @@
 #include "train/trainer.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -69,9 +71,20 @@ void RunConfig::validate() const {
                     "--agents-per-rank must be >= 1, got " << agents_per_rank);
   MARLSCHED_REQUIRE(envs_per_rank >= 1, "--envs-per-rank must be >= 1, got " << envs_per_rank);
   MARLSCHED_REQUIRE(!run_dir.empty(), "--run-dir must not be empty");
-  MARLSCHED_REQUIRE(eval_episodes >= 1, "--eval-episodes must be >= 1");
+  // Sizes a machine can hold: each agent of each env copy has its shard, its rollout rows and
+  // its trajectory rows on the rank (the memory estimate after the env is built is finer).
+  MARLSCHED_REQUIRE(agents_per_rank <= kMaxAgentsPerRank, "--agents-per-rank must be at most "
+                                                              << kMaxAgentsPerRank << ", got "
+                                                              << agents_per_rank);
+  MARLSCHED_REQUIRE(envs_per_rank <= kMaxEnvsPerRank, "--envs-per-rank must be at most "
+                                                          << kMaxEnvsPerRank << ", got "
+                                                          << envs_per_rank);
+  MARLSCHED_REQUIRE(
+      eval_episodes >= 1 && eval_episodes <= kMaxEvalEpisodes,
+      "--eval-episodes must be in [1, " << kMaxEvalEpisodes << "], got " << eval_episodes);
   MARLSCHED_REQUIRE(check_every >= 1, "--check-every must be >= 1");
-  MARLSCHED_REQUIRE(threads >= 1, "--threads must be >= 1");
+  MARLSCHED_REQUIRE(threads >= 1 && threads <= 1024,
+                    "--threads must be in [1, 1024], got " << threads);
   MARLSCHED_REQUIRE(checkpoint_every >= 0, "--checkpoint-every must be >= 0");
   MARLSCHED_REQUIRE(std::isfinite(watchdog_s) && watchdog_s >= 0,
                     "--watchdog-s must be >= 0 (0 turns the watchdog off)");
@@ -174,6 +187,17 @@ void check_update_finite(const UpdateStats& us, const std::vector<StatName>& nam
 
 volatile std::sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0) {
+    // A second stop while the first waits for the step to end (a step that takes long): the
+    // user means now. The last complete checkpoint stays; the one being written, if any, is a
+    // .tmp directory that a resume ignores.
+    static const char msg[] =
+        "marlsched: a second stop signal before the run reached a safe point: exiting now, "
+        "without a checkpoint (the last complete one stays)\n";
+    const ssize_t n = ::write(2, msg, sizeof msg - 1);
+    (void)n;
+    ::_exit(128 + sig);
+  }
   g_stop_signal = sig;
 }
 constexpr int kStopSignals[StopSignals::kCount] = {SIGUSR1, SIGUSR2, SIGTERM, SIGINT};
@@ -210,6 +234,23 @@ void check_env(const RunConfig& run, const EnvSpec& spec) {
   MARLSCHED_REQUIRE(run.team_scope != "targets" || spec.num_targets() > 0,
                     "--team-scope targets needs an env with a targeted action space (geodc); '"
                         << spec.name << "' has none");
+}
+
+void check_traj_chunks(const RunConfig& run, const EnvSpec& spec) {
+  // HDF5 refuses chunks of 4 GiB or more only when the file is created, after the start; the
+  // largest chunk is a rank's observations: [chunk steps, env copies, agents, obs_dim] floats.
+  const double chunk_bytes = static_cast<double>(run.traj.chunk_steps) * run.envs_per_rank *
+                             run.agents_per_rank * spec.obs_dim() * sizeof(float);
+  constexpr double kMaxChunk = 4294967295.0;  // HDF5 1.10's limit on one chunk
+  MARLSCHED_REQUIRE(chunk_bytes <= kMaxChunk,
+                    "--traj-chunk-steps "
+                        << run.traj.chunk_steps << " makes a chunk of " << chunk_bytes / (1 << 20)
+                        << " MiB (" << run.envs_per_rank << " env copies x " << run.agents_per_rank
+                        << " agents x " << spec.obs_dim()
+                        << " floats a step); HDF5 allows at most 4 GiB: give "
+                           "at most "
+                        << static_cast<long long>(kMaxChunk / (chunk_bytes / run.traj.chunk_steps))
+                        << ", or 0 for the rollout length");
 }
 
 namespace {

@@ -22,6 +22,12 @@
 namespace marlsched {
 
 /// Options of a run (the part that is neither env nor algorithm).
+/// Bounds on the sizes of a run (RunConfig::validate): far above any layout the project has run
+/// (128 agents at 64 per rank, 32 env copies per rank), far below what would exhaust a node.
+constexpr int kMaxAgentsPerRank = 1 << 16;
+constexpr int kMaxEnvsPerRank = 1 << 16;
+constexpr int kMaxEvalEpisodes = 1 << 20;
+
 struct RunConfig {
   std::string env = "geodc";
   std::string algo = "mappo";
@@ -64,6 +70,10 @@ struct RunConfig {
 /// What the env must offer the run's options (--team-scope targets: a targeted action space);
 /// throws ConfigError. train() checks it too.
 void check_env(const RunConfig& run, const EnvSpec& spec);
+
+/// Whether --traj-chunk-steps keeps the largest HDF5 chunk within HDF5's 4 GiB limit for this
+/// env and layout; throws ConfigError with the largest value that fits.
+void check_traj_chunks(const RunConfig& run, const EnvSpec& spec);
 
 /// Final figures of a run (identical on every rank).
 struct TrainSummary {

@@ -32,7 +32,7 @@ mpi 2 "$BIN" train --agents-per-rank 2 --envs-per-rank 1 --iterations 5 --checkp
 pass "only the last 2 checkpoints are kept"
 
 cp crashed/metrics.csv before.csv
-expect_error "resume with another rank count" 2 "written by 2 ranks; this job has 1" -- \
+expect_error "resume with another rank count" 2 "'crashed' was trained by 2 ranks .* resume it with mpirun -n 2" -- \
   "$BIN" train --resume crashed --agents-per-rank 4
 expect_error "resume with another config" 2 "different configuration" -- \
   mpi 2 "$BIN" train --resume crashed --gpus 8,8,8,8
@@ -48,9 +48,16 @@ sed -i 's/^ranks 2/ranks two/' "$ck/MANIFEST"
 expect_error "malformed manifest" 2 "MANIFEST:4: malformed 'ranks' entry" -- mpi 2 "$BIN" train --resume corrupt
 cp -r crashed oldver
 sed -i 's/^version .*/version 0.0.1/' oldver/checkpoints/ckpt-00000008/MANIFEST
+"$PY" "$SRC/tests/launch/damage.py" resum oldver/checkpoints/ckpt-00000008/MANIFEST > /dev/null
 expect_error "checkpoint of another version" 2 "written by marlsched 0.0.1" -- mpi 2 "$BIN" train --resume oldver
 mkdir -p empty && cp crashed/config.toml empty/
 expect_error "no checkpoint" 2 "no complete checkpoint" -- mpi 2 "$BIN" train --resume empty
+# A flipped bit in a count the resume trusts (traj_rows cuts the trajectories back): the
+# manifest's own checksum refuses it (issue 42).
+cp -r crashed flipped
+"$PY" "$SRC/tests/launch/damage.py" manifest flipped/checkpoints/ckpt-00000008/MANIFEST traj_rows > /dev/null
+expect_error "manifest with a flipped digit" 2 "fails its checksum" -- mpi 2 "$BIN" train --resume flipped
+cmp crashed/metrics.csv flipped/metrics.csv || fail "a refused resume changed metrics.csv"
 cmp before.csv crashed/metrics.csv || fail "a failed resume modified metrics.csv"
 pass "failed resumes leave the run directory untouched"
 

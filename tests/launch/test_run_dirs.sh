@@ -65,3 +65,33 @@ MARLSCHED_KILL_AT=1:2 timeout 120 mpi 2 "$BIN" "${ARGS[@]}" --iterations 5 --run
 mpi 2 "$BIN" "${ARGS[@]}" --iterations 2 --no-eval-after --run-dir killed --force > after.log \
   || fail "a killed job's directory stayed locked: $(cat after.log)"
 pass "a killed job leaves no lock behind"
+
+# Issue 42: --force never removes what the command is about to read, and no write follows a link
+# planted in a run directory.
+"$BIN" collect --heuristic least-loaded --episodes 1 --agents-per-rank 4 --envs-per-rank 1 \
+  --quiet --run-dir ds > /dev/null
+cp -a ds dsc
+expect_error "--force over the dataset it reads" 2 "--force would remove 'dsc/.*', but this command reads --dataset 'dsc'" \
+  -- "$BIN" train --algo bc --dataset dsc --run-dir dsc --force --agents-per-rank 4 \
+  --envs-per-rank 1 --iterations 2 --no-eval-after --offline-minibatch 64
+[ -f dsc/trajectories/segment-000.h5 ] || fail "the refused --force removed the dataset"
+cp -a run initrun
+expect_error "--force over the run --init-from reads" 2 "this command reads --init-from 'initrun'" \
+  -- mpi 2 "$BIN" "${ARGS[@]}" --iterations 2 --init-from initrun --run-dir initrun --force
+[ -f initrun/model-rank-0.pt ] || fail "the refused --force removed the model"
+pass "--force refuses to remove the inputs of its own command"
+echo "precious" > p.txt
+mkdir -p planted
+ln -s ../p.txt planted/.lock-rank-0
+expect_error "a lock file planted as a link" 2 "planted/.lock-rank-0' is a symbolic link to '../p.txt'" \
+  -- mpi 2 "$BIN" "${ARGS[@]}" --iterations 2 --run-dir planted
+mpi 2 "$BIN" "${ARGS[@]}" --iterations 2 --checkpoint-every 1 --no-eval-after --run-dir linked > /dev/null
+ln -sf ../p.txt linked/metrics.csv
+expect_error "a resume over a linked metrics.csv" 2 "linked/metrics.csv' is a symbolic link" \
+  -- mpi 2 "$BIN" train --resume linked --iterations 3
+mkdir -p evlinks
+ln -s ../p.txt evlinks/eval.csv
+expect_error "an evaluation table planted as a link" 2 "evlinks/eval.csv' is a symbolic link" \
+  -- mpi 2 "$BIN" eval --model run --eval-episodes 1 --out evlinks
+[ "$(cat p.txt)" = "precious" ] || fail "a write followed a planted link: p.txt is now $(cat p.txt)"
+pass "no write follows a link planted in a run or output directory"

@@ -113,5 +113,19 @@ expect_error "sweep line with a bad value" 2 "sweep line 2 ('--clip -1'): --clip
 expect_error "a time limit Slurm does not know" 2 "'garbage' is not a Slurm time limit" -- \
   "$BIN" slurm "${BASE[@]}" --time garbage --dry-run
 expect_error "zero nodes" 2 "nodes: Value 0 not in range" -- "$BIN" slurm "${BASE[@]}" --nodes 0 --dry-run
-[ ! -e typo ] && [ ! -e badvalue ] || fail "a refused job wrote files"
+# Issue 42: sweep lines that give the script's own flags, and names that would break the script.
+printf -- '--seed 2\n--run-dir elsewhere\n' > rundir.txt
+printf -- '--threads 2\n' > threads.txt
+expect_error "sweep line with --run-dir" 2 "sweep line 2 ('--run-dir elsewhere'): --run-dir is set by the job script for every task" -- \
+  "$BIN" slurm "${BASE[@]}" --kind sweep --sweep rundir.txt --run-dir rundir --dry-run
+expect_error "sweep line with --threads" 2 "sweep line 1 ('--threads 2'): --threads is set by the job script" -- \
+  "$BIN" slurm "${BASE[@]}" --kind sweep --sweep threads.txt --run-dir threads --dry-run
+expect_error "a job name with a newline" 2 "job-name 'x\\\\necho injected' must be one word of printable characters" -- \
+  "$BIN" slurm "${BASE[@]}" --job-name "$(printf 'x\necho injected')" --run-dir inj --dry-run
+expect_error "a partition with a space" 2 "partition 'a b' must be one word" -- \
+  "$BIN" slurm "${BASE[@]}" --partition 'a b' --run-dir part --dry-run
+expect_error "an account with a quote" 2 "account 'a\"b' must be one word" -- \
+  "$BIN" slurm "${BASE[@]}" --account 'a"b' --run-dir acct --dry-run
+[ ! -e typo ] && [ ! -e badvalue ] && [ ! -e rundir ] && [ ! -e threads ] && [ ! -e inj ] &&
+  [ ! -e part ] || fail "a refused job wrote files"
 pass "sweep lines, time limits and node counts are checked before anything is written or submitted"
