@@ -19,13 +19,16 @@ using namespace marlsched;
 namespace {
 
 constexpr int kN = 4, kW = 3, kD = 2, kRows = 10, kEpisode = 5;
+/// Actions must lie within the action count (the reader refuses others): a prime count, and a
+/// code that differs between neighbouring rows, worlds and agents.
+constexpr int kActions = 97;
 
 EnvSpec spec() {
   EnvSpec s;
   s.name = "dataset-env";
   s.obs_fields = {"x", "y"};
   s.num_public = 1;
-  s.action_names = {"a", "b", "c"};
+  for (int a = 0; a < kActions; ++a) s.action_names.push_back("a" + std::to_string(a));
   s.reward_components = {"r"};
   s.episode_length = kEpisode;
   return s;
@@ -33,6 +36,10 @@ EnvSpec spec() {
 
 float code(int row, int w, int agent, int j) {
   return static_cast<float>(row * 1000 + w * 100 + agent * 10 + j);
+}
+
+std::int32_t action_code(int row, int w, int agent) {
+  return (row * 31 + w * 7 + agent) % kActions;
 }
 
 /// Rank 0 writes `path` alone (its own communicator): every agent, distinct values everywhere.
@@ -59,7 +66,7 @@ void write_file(const dist::Comm& world, const std::string& path) {
             s.observations.push_back(code(r, wd, a, j));
             s.next_observations.push_back(-code(r, wd, a, j));
           }
-          s.actions.push_back(static_cast<std::int32_t>(code(r, wd, a, 0)));
+          s.actions.push_back(action_code(r, wd, a));
           s.rewards.push_back(code(r, wd, a, 1));
           s.log_probs.push_back(-code(r, wd, a, 2));
           s.values.push_back(0.f);
@@ -112,7 +119,7 @@ TEST(Dataset, EveryRankReadsExactlyItsAgentsRows) {
     const int w = within / kRows, r = within % kRows;  // world-major: a world's steps in order
     for (int k = 0; k < K; ++k) {
       const auto at = static_cast<std::size_t>(i * K + k);
-      ASSERT_EQ(ds.actions[at], static_cast<std::int32_t>(code(r, w, first + k, 0))) << i;
+      ASSERT_EQ(ds.actions[at], action_code(r, w, first + k)) << i;
       ASSERT_EQ(ds.reward(i, k, 0.0), code(r, w, first + k, 1));
       ASSERT_EQ(ds.log_probs[at], -code(r, w, first + k, 2));
     }
