@@ -38,7 +38,7 @@ static void BM_GeoDcStep(benchmark::State& state) {
   for (auto _ : state) {
     for (int a = 0; a < n; ++a) shards[static_cast<std::size_t>(a)]->observe(g.data() + a * d);
     GlobalObs view{g.data(), n, d};
-    PolicyInput in{&factory->spec(), 1, n, 0, n, {view}, {0}, {0}};
+    PolicyInput in{&factory->spec(), 1, n, 0, n, {view}, {0}, {0}, {}};
     policy->act(in, actions);
     all.clear();
     bool done = false;
@@ -87,7 +87,7 @@ struct InProcess {
     const int n = static_cast<int>(shards.size()), d = spec.obs_dim();
     for (int a = 0; a < n; ++a) shards[static_cast<std::size_t>(a)]->observe(g.data() + a * d);
     GlobalObs view{g.data(), n, d};
-    PolicyInput in{&spec, 1, n, 0, n, {view}, {0}, {0}};
+    PolicyInput in{&spec, 1, n, 0, n, {view}, {0}, {0}, {}};
     policy->act(in, actions);
     for (int a = 0; a < n; ++a)
       shards[static_cast<std::size_t>(a)]->act(actions[static_cast<std::size_t>(a)], view,

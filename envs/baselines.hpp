@@ -26,6 +26,12 @@
 ///   fixed-overflow run what fits here; overflow always to one site (`fixed-overflow:K`, agent
 ///                 index K; default tuned on training seeds): static spill-over routing to a
 ///                 large, green site. At that site itself it is local-only.
+///   guarded-overflow fixed-overflow with admission control (holds overflow while the site's
+///                 queue is above a tuned level).
+///   mpc, mpc-oracle model-predictive control (envs/geodc/mpc.hpp): an LP over every site
+///                 re-solved each slot with day-ahead persistence or true forecasts. They read
+///                 every shard (PolicyInput::shards), so they run where one rank holds every
+///                 agent; `mpc:H` sets the horizon in slots.
 ///
 /// aset (ASET's static policies; see envs/aset/baselines.cpp): local-only, cloud-only,
 /// least-loaded, random-proportional.

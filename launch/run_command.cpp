@@ -44,10 +44,10 @@ void check_memory(const RunConfig& run, const EnvSpec& spec, int ranks) {
   if (phys <= 0 || bytes <= phys / per_node) return;
   const double gib = 1024.0 * 1024 * 1024;
   std::ostringstream os;
-  os << std::fixed << std::setprecision(1) << "--agents-per-rank " << run.agents_per_rank << " x --envs-per-rank "
-     << run.envs_per_rank << " x " << spec.episode_length << " steps needs at least " << bytes / gib
-     << " GiB per rank for its rollouts, more than the " << phys / per_node / gib
-     << " GiB a rank has here (" << phys / gib << " GiB for " << per_node
+  os << std::fixed << std::setprecision(1) << "--agents-per-rank " << run.agents_per_rank
+     << " x --envs-per-rank " << run.envs_per_rank << " x " << spec.episode_length
+     << " steps needs at least " << bytes / gib << " GiB per rank for its rollouts, more than the "
+     << phys / per_node / gib << " GiB a rank has here (" << phys / gib << " GiB for " << per_node
      << " rank(s) on this node): give fewer agents or env copies per rank, or "
         "more ranks";
   MARLSCHED_THROW(ConfigError, os.str());
@@ -214,13 +214,36 @@ std::optional<int> RunCommand::validate(const dist::Comm& comm) {
   return std::nullopt;
 }
 
-void RunCommand::check_baselines(std::vector<std::string>& names) const {
-  if (names.empty()) names = heuristic_names(cmd_.run.env);
+std::vector<std::string> default_baselines(const std::string& env, const EnvSpec& spec,
+                                           const dist::Comm& comm) {
+  std::vector<std::string> out, planners;
+  for (const auto& b : heuristic_names(env))
+    (comm.size() > 1 && make_heuristic(b, spec, 0)->needs_every_agent() ? planners : out)
+        .push_back(b);
+  if (!planners.empty() && comm.is_root()) {
+    std::string list;
+    for (const auto& p : planners) list += (list.empty() ? "" : ", ") + p;
+    std::cout << "baselines " << list << " left out: they plan for every site at once and run "
+              << "where one rank holds every agent (mpirun -n 1 ... --agents-per-rank "
+              << spec.targets.size() << ")" << std::endl;
+  }
+  return out;
+}
+
+void RunCommand::check_baselines(std::vector<std::string>& names, const dist::Comm& comm) const {
+  const EnvSpec& spec = prep_.factory->spec();
+  if (names.empty()) names = default_baselines(cmd_.run.env, spec, comm);
   for (std::size_t i = 0; i < names.size(); ++i)
     MARLSCHED_REQUIRE(std::find(names.begin() + static_cast<std::ptrdiff_t>(i) + 1, names.end(),
                                 names[i]) == names.end(),
                       "--baselines names '" << names[i] << "' twice: give each baseline once");
-  for (const auto& b : names) make_heuristic(b, prep_.factory->spec(), 0);
+  for (const auto& b : names)
+    MARLSCHED_REQUIRE(comm.size() == 1 || !make_heuristic(b, spec, 0)->needs_every_agent(),
+                      "--baselines " << b << " plans for every site at once and needs every "
+                                     << "agent on one rank: run it with mpirun -n 1 "
+                                     << "--agents-per-rank "
+                                     << cmd_.run.agents_per_rank * comm.size()
+                                     << " (evaluations are the same at any rank count)");
 }
 
 void ModelSource::bind(CLI::App* a) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "envs/geodc/mpc.hpp"
 
 namespace marlsched {
 
@@ -218,10 +219,14 @@ const std::vector<GeodcRule>& geodc_rules() {
   return rules;
 }
 
+/// The planners after the rules (envs/geodc/mpc.hpp): they run where one rank holds every agent.
+const char* const kPlanners[] = {"mpc", "mpc-oracle"};
+
 const std::vector<std::string>& geodc_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
     for (const auto& r : geodc_rules()) v.emplace_back(r.name);
+    for (const char* p : kPlanners) v.emplace_back(p);
     return v;
   }();
   return names;
@@ -242,6 +247,7 @@ std::pair<std::string, double> split_parameter(const std::string& name) {
 
 std::unique_ptr<Policy> make_geodc(const std::string& name, const EnvSpec& spec,
                                    std::uint64_t seed) {
+  if (auto mpc = geodc::make_mpc(name)) return mpc;
   const auto [base, param] = split_parameter(name);
   for (const auto& rule : geodc_rules()) {
     if (base != rule.name) continue;

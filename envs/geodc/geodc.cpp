@@ -83,8 +83,15 @@ std::vector<Job> Shard::episode_arrivals(std::uint64_t world_seed, std::uint64_t
 }
 
 std::pair<double, double> Shard::energy_prices(int slot) const {
-  const auto h = start_hour_ + static_cast<std::int64_t>(slot) * cfg_.slot_minutes / 60;
-  return {site_->price.at(h), site_->carbon.at(h)};
+  return energy_prices_at_hour(slot_hour(slot));
+}
+
+std::pair<double, double> Shard::energy_prices_at_hour(std::int64_t epoch_hour) const {
+  return {site_->price.at(epoch_hour), site_->carbon.at(epoch_hour)};
+}
+
+std::int64_t Shard::slot_hour(int slot) const {
+  return start_hour_ + static_cast<std::int64_t>(slot) * cfg_.slot_minutes / 60;
 }
 
 void Shard::reset(std::uint64_t world_seed, std::uint64_t shard_seed) {

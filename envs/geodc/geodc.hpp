@@ -171,6 +171,18 @@ class Shard final : public marlsched::Shard {
   std::vector<Job> episode_arrivals(std::uint64_t world_seed, std::uint64_t shard_seed);
   /// Price (USD/MWh) and carbon intensity (g/kWh) of this site at `slot` of the current episode.
   std::pair<double, double> energy_prices(int slot) const;
+  /// The same at an absolute epoch hour (for forecasts that look back a day).
+  std::pair<double, double> energy_prices_at_hour(std::int64_t epoch_hour) const;
+  /// The epoch hour of `slot` of the current episode.
+  std::int64_t slot_hour(int slot) const;
+  /// The expected job arrivals per hour at `slot` of the current episode (the configured rate
+  /// with its daily cycle): what the synthetic workload draws from, and what a planner expects.
+  double arrival_rate_per_hour(int slot) const;
+  // What a planner reads of the site (the MPC baselines, envs/geodc/mpc.hpp).
+  const Config& config() const { return cfg_; }
+  int agent() const { return agent_; }
+  int capacity() const { return capacity_; }
+  double pue() const { return pue_; }
 
  private:
   /// The state that save_state() writes and load_state() reads, one list for both directions
@@ -179,7 +191,6 @@ class Shard final : public marlsched::Shard {
   static void state_fields(Self& s, IO& io);
   void arrivals();
   void enqueue(const Job& j);
-  double arrival_rate_per_hour(int slot) const;
 
   std::shared_ptr<const Config> cfg_holder_;
   const Config& cfg_;

@@ -27,6 +27,10 @@ struct PolicyInput {
   std::vector<int> episode_step;  ///< one per copy
   /// One per copy: the seed of the copy's current episode (the same at every rank count).
   std::vector<std::uint64_t> episode_seed;
+  /// This rank's shards, [copy * local_agents + k], read only: for planners that decide from
+  /// the env's state rather than its observations (geodc's MPC baselines, which plan for every
+  /// site and so need every agent on the rank). Learned policies never read them.
+  std::vector<const Shard*> shards;
 
   /// A uniform draw in [0, 1) for `agent` (a global index) in `copy` at the copy's current
   /// step, from `stream` (a policy that draws twice in a step uses two streams). It depends on
@@ -79,6 +83,12 @@ class Policy {
   virtual void act(const PolicyInput& in, std::vector<int>& actions) = 0;
   /// How the actions of act() are drawn (see ActionLaw); unknown unless the policy says.
   virtual ActionLaw action_law() const { return ActionLaw::kUnknown; }
+  /// Whether it decides from every agent's shard at once (PolicyInput::shards): a central
+  /// planner, which runs only where one rank holds every agent.
+  virtual bool needs_every_agent() const { return false; }
+  /// A line an evaluation prints after this policy's episodes ("" for none): what it cost to
+  /// decide, for a planner.
+  virtual std::string note() const { return {}; }
 };
 
 }  // namespace marlsched

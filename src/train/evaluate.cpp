@@ -215,6 +215,8 @@ void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory
   for (const auto& entry : entries) {
     rows.push_back(evaluate(*entry.policy, factory, comm, es));
     if (!entry.name.empty()) rows.back().policy = entry.name;
+    if (const auto note = entry.policy->note(); !note.empty() && comm.is_root())
+      std::cout << note << std::endl;
   }
   // The oracle bound of the same episodes (episode r * copies + c is copy c's r-th), on rank 0.
   EvalRow bound;

@@ -243,6 +243,8 @@ PolicyInput World::policy_input() const {
     const std::uint64_t ep = episode_[static_cast<std::size_t>(c)];
     in.episode_seed.push_back(ep == 0 ? 0 : episode_world_seed(seed_, c / group_, ep - 1));
   }
+  in.shards.reserve(shards_.size());
+  for (const auto& s : shards_) in.shards.push_back(s.get());
   return in;
 }
 

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "envs/geodc/geodc.hpp"
+#include "envs/geodc/mpc.hpp"
 #include "envs/registry.hpp"
 #include "test_util.hpp"
 
@@ -376,6 +377,121 @@ TEST(GeoDc, OracleBoundIsAboveEverySchedule) {
       best = std::max(best, ret);
     }
     EXPECT_LT(bound - best, std::abs(best) * 10 + 200) << "a bound this loose says nothing";
+  }
+}
+
+// The MPC baselines (envs/geodc/mpc.hpp): the forecasts, the plan's feasibility, the mapping rule.
+TEST(GeoDcMpc, PersistenceForecastTakesTheSameHourOfTheLatestDaySeen) {
+  geodc::Config cfg;
+  LocalWorld w(cfg, 4);
+  w.reset(5, 0);
+  for (int t = 0; t < 10; ++t) w.step({0, 1, 2, 3});  // slot 10: hour 2 of the episode
+  const auto& s = w.shard(1);
+  const int now = s.slot(), per_hour = 60 / cfg.slot_minutes;
+  const std::int64_t h0 = s.slot_hour(now);
+  for (int u = now; u < now + 40; ++u) {
+    EXPECT_EQ(geodc::forecast_prices(s, geodc::Forecast::kOracle, u), s.energy_prices(u));
+    const std::int64_t h = s.slot_hour(u);
+    const auto want = h == h0 ? s.energy_prices(u) : s.energy_prices_at_hour(h - 24);
+    EXPECT_EQ(geodc::forecast_prices(s, geodc::Forecast::kPersistence, u), want) << "slot " << u;
+  }
+  // Past a day ahead, the latest day seen is two days back.
+  const int later = now + 30 * per_hour;
+  EXPECT_EQ(geodc::forecast_prices(s, geodc::Forecast::kPersistence, later),
+            s.energy_prices_at_hour(s.slot_hour(later) - 48));
+}
+
+TEST(GeoDcMpc, PlanRespectsCapacitiesAndPlansOnlyQueuedWork) {
+  geodc::Config cfg;
+  cfg.arrival_rates = {12, 12, 10, 12};  // queues build up under deferral
+  LocalWorld w(cfg, 4);
+  const auto& spec = w.factory->spec();
+  w.reset(7, 0);
+  for (int t = 0; t < 30; ++t) {
+    w.step({4, 5, 6, 7});  // defer everywhere
+    if (t % 5 != 4) continue;
+    std::vector<const geodc::Shard*> sites;
+    for (int a = 0; a < 4; ++a) sites.push_back(&w.shard(a));
+    for (auto f : {geodc::Forecast::kOracle, geodc::Forecast::kPersistence}) {
+      const auto plan = geodc::plan_slot(sites, spec, f, 12);
+      ASSERT_EQ(plan.horizon, 12);
+      for (int a = 0; a < 4; ++a) {
+        for (double used : plan.used[static_cast<std::size_t>(a)])
+          EXPECT_LE(used, plan.capacity[static_cast<std::size_t>(a)] + 1e-6);
+        double queued = 0, planned = plan.run_now[static_cast<std::size_t>(a)] +
+                                     plan.run_later[static_cast<std::size_t>(a)];
+        for (const auto& j : sites[static_cast<std::size_t>(a)]->queue()) queued += j.gpus;
+        for (double m : plan.moved[static_cast<std::size_t>(a)]) planned += m;
+        EXPECT_LE(planned, queued + 1e-6);
+        const int act = geodc::map_to_action(plan, spec, a);
+        EXPECT_TRUE(act >= 0 && act < spec.num_actions());
+      }
+    }
+  }
+}
+
+TEST(GeoDcMpc, MappingRulePicksTheActionThatAgreesMostWithThePlan) {
+  geodc::Config cfg;
+  const auto spec = geodc::make_spec(cfg, 4);  // targets of every site: 0, 1, 2, 3; T = 4
+  auto plan = [](std::vector<geodc::SlotPlan::JobShare> jobs) {
+    geodc::SlotPlan p;
+    p.slot = 0;
+    p.max_hops = 1;
+    p.free_now = {8, 8, 8, 8};
+    p.jobs.resize(4);
+    for (std::size_t k = 0; k < jobs.size(); ++k) {
+      jobs[k].id = k;
+      jobs[k].gpus = 8;
+      jobs[k].deadline = 50;  // not urgent at slot 0
+      jobs[k].remaining = 4;
+      jobs[k].to.resize(4, 0.0);
+    }
+    p.jobs[1] = std::move(jobs);
+    return p;
+  };
+  geodc::SlotPlan::JobShare now, later, to2, to3;
+  now.now = 1;
+  later.later = 1;
+  to2.to = {0, 0, 1, 0};
+  to3.to = {0, 0, 0, 1};
+  EXPECT_EQ(geodc::map_to_action(plan({}), spec, 1), 1);          // nothing queued: run-fit here
+  EXPECT_EQ(geodc::map_to_action(plan({now}), spec, 1), 1);       // run here
+  EXPECT_EQ(geodc::map_to_action(plan({now, to3}), spec, 1), 3);  // run one, overflow to 3
+  EXPECT_EQ(geodc::map_to_action(plan({later}), spec, 1, true), 4 + 1);  // defer here
+  EXPECT_EQ(geodc::map_to_action(plan({to2}), spec, 1, true), 4 + 2);    // send to 2 (it fits)
+  EXPECT_EQ(geodc::map_to_action(plan({later}), spec, 1), 1);            // run-fit only: here
+  EXPECT_EQ(geodc::map_to_action(plan({now, to2}), spec, 1), 2);         // run one, overflow to 2
+  auto urgent = plan({to2});
+  urgent.slot = 47;  // 47 >= deadline - remaining + 1: urgent, starts even under deferral
+  EXPECT_EQ(geodc::map_to_action(urgent, spec, 1, true), 1);  // none forwards it: run-fit here
+}
+
+TEST(GeoDcMpc, OracleMpcStaysUnderTheBoundAndBeatsLocalOnly) {
+  geodc::Config cfg;
+  cfg.episode_slots = 96;
+  LocalWorld w(cfg, 4);
+  const auto& spec = w.factory->spec();
+  for (std::uint64_t ep = 0; ep < 2; ++ep) {
+    const std::vector<std::uint64_t> seeds = {derive_seed(13, {ep, 1}), derive_seed(13, {ep, 2}),
+                                              derive_seed(13, {ep, 3}), derive_seed(13, {ep, 4})};
+    const double bound = w.factory->episode_bound(derive_seed(13, {ep}), seeds);
+    double mpc = 0, local = 0;
+    for (int run_mpc = 0; run_mpc < 2; ++run_mpc) {
+      w.reset(13, ep);
+      for (int t = 0; t < cfg.episode_slots; ++t) {
+        std::vector<int> a = {0, 1, 2, 3};
+        if (run_mpc) {
+          std::vector<const geodc::Shard*> sites;
+          for (int s = 0; s < 4; ++s) sites.push_back(&w.shard(s));
+          const auto plan = geodc::plan_slot(sites, spec, geodc::Forecast::kOracle, 8);
+          for (int s = 0; s < 4; ++s)
+            a[static_cast<std::size_t>(s)] = geodc::map_to_action(plan, spec, s);
+        }
+        for (const auto& r : w.step(a)) (run_mpc ? mpc : local) += r.reward;
+      }
+    }
+    EXPECT_LE(mpc, bound + 1e-6) << "episode " << ep;
+    EXPECT_GT(mpc, local) << "episode " << ep;
   }
 }
 

@@ -1,0 +1,329 @@
+#include "envs/geodc/mpc.hpp"
+
+#include <ClpSimplex.hpp>
+#include <CoinPackedMatrix.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/error.hpp"
+#include "envs/geodc/workload.hpp"
+
+namespace marlsched::geodc {
+
+std::pair<double, double> forecast_prices(const Shard& site, Forecast forecast, int slot) {
+  if (forecast == Forecast::kOracle) return site.energy_prices(slot);
+  // Day-ahead persistence: the current hour is known; a later hour takes the value of the same
+  // hour on the latest day already seen.
+  const std::int64_t now = site.slot_hour(site.slot()), h = site.slot_hour(slot);
+  if (h <= now) return site.energy_prices_at_hour(h);
+  const std::int64_t days_back = (h - now + 23) / 24;
+  return site.energy_prices_at_hour(h - 24 * days_back);
+}
+
+namespace {
+
+/// The GPUs that one job, arriving at a site of `capacity` GPUs, holds `k` slots after it
+/// arrives if it starts at once, in expectation over the configured job mix (workload.cpp's
+/// draw_job: GPUs uniform over the type's powers of two, hours uniform, rounded to slots).
+double expected_held(const Config& cfg, int capacity, int k) {
+  double e = 0;
+  for (int type = 0; type < kNumJobTypes; ++type) {
+    const auto& ts = job_type_spec(type);
+    double gpus = 0;
+    int choices = 0;
+    for (int g = ts.gpus_lo; g <= ts.gpus_hi; g *= 2, ++choices) gpus += std::min(g, capacity);
+    const double dt = cfg.slot_hours();
+    const double p_longer =
+        k == 0 ? 1.0
+               : std::clamp((ts.hours_hi - (k + 0.5) * dt) / (ts.hours_hi - ts.hours_lo), 0.0, 1.0);
+    e += cfg.type_mix[static_cast<std::size_t>(type)] * gpus / choices * p_longer;
+  }
+  return e;
+}
+
+/// One column of the slot's LP: job `job` (its index in plan.jobs[site]) of site `site` starts
+/// at agent `dest` in slot `start`.
+struct Column {
+  int site, job, dest, start, last;
+  double gpus;
+};
+
+}  // namespace
+
+SlotPlan plan_slot(const std::vector<const Shard*>& sites, const EnvSpec& spec, Forecast forecast,
+                   int horizon) {
+  const int n = static_cast<int>(sites.size());
+  MARLSCHED_CHECK(n > 0 && static_cast<int>(spec.targets.size()) == n,
+                  "the MPC plans for every agent's site at once");
+  const Config& cfg = sites[0]->config();
+  const int t = sites[0]->slot(), end = cfg.episode_slots, L = std::max(1, end - t);
+  const int H = std::max(1, std::min(horizon, L));
+  const double dt = cfg.slot_hours();
+  SlotPlan plan;
+  plan.slot = t;
+  plan.horizon = H;
+  plan.run_now.assign(static_cast<std::size_t>(n), 0.0);
+  plan.run_later.assign(static_cast<std::size_t>(n), 0.0);
+  plan.moved.assign(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n)));
+  plan.used.assign(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(H)));
+  plan.jobs.resize(static_cast<std::size_t>(n));
+  plan.max_hops = cfg.max_hops;
+  // Energy's weight in the reward per kWh at each site and slot to the episode's end, as
+  // forecast now; each site's GPUs free of its running jobs.
+  std::vector<double> per_kwh(static_cast<std::size_t>(n * L)), headroom(per_kwh.size());
+  for (int s = 0; s < n; ++s) {
+    const Shard& site = *sites[static_cast<std::size_t>(s)];
+    MARLSCHED_CHECK(site.slot() == t, "the MPC's sites are at different slots");
+    plan.capacity.push_back(site.capacity());
+    for (int u = 0; u < L; ++u) {
+      const auto [price, carbon] = forecast_prices(site, forecast, t + u);
+      per_kwh[static_cast<std::size_t>(s * L + u)] =
+          cfg.w_cost * price / 1000.0 + cfg.w_carbon * carbon / 1000.0;
+      headroom[static_cast<std::size_t>(s * L + u)] = site.capacity();
+    }
+    int running = 0;
+    for (const Job& j : site.running()) running += j.gpus;
+    plan.free_now.push_back(site.capacity() - running);
+    for (const Job& j : site.running())
+      for (int u = 0; u < std::min(L, j.remaining); ++u) {
+        headroom[static_cast<std::size_t>(s * L + u)] -= j.gpus;
+        if (u < H) plan.used[static_cast<std::size_t>(s)][static_cast<std::size_t>(u)] += j.gpus;
+      }
+    // Arrivals are not known, but their expected load is (the configured rate): the GPUs that
+    // jobs arriving after now would hold are kept free of the plan, so that the plan does not
+    // put off today's jobs into capacity that tomorrow's will need.
+    for (int u = 1; u < L; ++u) {
+      double expected = 0;
+      for (int v = 1; v <= u; ++v)
+        expected +=
+            site.arrival_rate_per_hour(t + v) * dt * expected_held(cfg, site.capacity(), u - v);
+      headroom[static_cast<std::size_t>(s * L + u)] -= expected;
+    }
+  }
+  // Columns: every queued job at its own site from when it is there, and (not in transfer, hops
+  // left) at each other target from when a transfer started now would end.
+  std::vector<Column> cols;
+  std::vector<double> objective;
+  std::vector<CoinBigIndex> starts;
+  std::vector<int> lengths, rows;
+  std::vector<double> values;
+  int job_row = n * L;
+  for (int s = 0; s < n; ++s) {
+    const Shard& site = *sites[static_cast<std::size_t>(s)];
+    std::vector<Job> queue = site.queue();  // in the order act() takes them
+    std::sort(queue.begin(), queue.end(), [](const Job& a, const Job& b) {
+      return a.deadline != b.deadline ? a.deadline < b.deadline : a.id < b.id;
+    });
+    auto& shares = plan.jobs[static_cast<std::size_t>(s)];
+    for (const Job& j : queue) {
+      SlotPlan::JobShare share;
+      share.id = j.id;
+      share.gpus = j.gpus;
+      share.deadline = j.deadline;
+      share.remaining = j.remaining;
+      share.hops = j.hops;
+      share.in_transfer = j.available > t;
+      share.to.assign(static_cast<std::size_t>(n), 0.0);
+      shares.push_back(std::move(share));
+      const int job = static_cast<int>(shares.size()) - 1;
+      const double busy_w = cfg.busy_watts[static_cast<std::size_t>(j.type)] - cfg.idle_watts;
+      const int d = j.remaining;
+      for (int dest : spec.targets[static_cast<std::size_t>(s)]) {
+        const bool moved = dest != s;
+        if (moved && (j.available > t || j.hops >= cfg.max_hops)) continue;
+        const int first =
+            moved ? t + site.transfer_slots(dest, j.data_gb) : std::max(t, j.available);
+        const int stop = std::min(end, std::max(t + H, first + 1));
+        const Shard& at = *sites[static_cast<std::size_t>(dest)];
+        const double kwh = at.pue() * j.gpus * busy_w / 1000.0 * dt;
+        const double util = cfg.w_util * j.gpus / at.capacity();
+        const double transfer =
+            moved ? per_kwh[static_cast<std::size_t>(s * L)] * cfg.transfer_kwh_per_gb * j.data_gb
+                  : 0.0;
+        for (int tau = first; tau < stop; ++tau) {
+          const int last = std::min(tau + d - 1, end - 1);
+          const bool on_time = tau + d - 1 <= j.deadline;
+          double c = -transfer;
+          for (int u = tau; u <= last; ++u)
+            c += util - kwh * per_kwh[static_cast<std::size_t>(dest * L + u - t)];
+          if (on_time && tau + d - 1 <= end - 1) c += cfg.w_work * j.gpus * d * dt;
+          if (on_time && !j.violated) c += cfg.w_sla;
+          if (c <= 0) continue;  // never worth starting there then
+          cols.push_back({s, job, dest, tau, last, static_cast<double>(j.gpus)});
+          objective.push_back(c);
+          starts.push_back(static_cast<CoinBigIndex>(rows.size()));
+          for (int u = tau; u <= last; ++u) {
+            rows.push_back(dest * L + u - t);
+            values.push_back(j.gpus);
+          }
+          rows.push_back(job_row);
+          values.push_back(1.0);
+          lengths.push_back(last - tau + 2);
+        }
+      }
+      ++job_row;
+    }
+  }
+  plan.columns = static_cast<int>(cols.size());
+  if (cols.empty()) return plan;
+  const CoinPackedMatrix matrix(true, job_row, static_cast<int>(cols.size()),
+                                static_cast<CoinBigIndex>(values.size()), values.data(),
+                                rows.data(), starts.data(), lengths.data());
+  std::vector<double> col_lo(cols.size(), 0.0), col_hi(cols.size(), 1.0);
+  std::vector<double> row_lo(static_cast<std::size_t>(job_row), -COIN_DBL_MAX);
+  std::vector<double> row_hi(static_cast<std::size_t>(job_row), 1.0);
+  for (std::size_t r = 0; r < headroom.size(); ++r) row_hi[r] = std::max(0.0, headroom[r]);
+  ClpSimplex lp;
+  lp.setLogLevel(0);
+  lp.loadProblem(matrix, col_lo.data(), col_hi.data(), objective.data(), row_lo.data(),
+                 row_hi.data());
+  lp.setOptimizationDirection(-1);  // maximise
+  lp.dual();
+  MARLSCHED_CHECK(lp.isProvenOptimal(),
+                  "the MPC's LP was not solved to optimality (CLP status " << lp.status() << ")");
+  plan.objective = lp.objectiveValue();
+  const double* x = lp.primalColumnSolution();
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    const Column& c = cols[i];
+    const double g = x[i] * c.gpus;
+    if (g <= 1e-9) continue;
+    const auto s = static_cast<std::size_t>(c.site);
+    auto& share = plan.jobs[s][static_cast<std::size_t>(c.job)];
+    if (c.dest != c.site) {
+      plan.moved[s][static_cast<std::size_t>(c.dest)] += g;
+      share.to[static_cast<std::size_t>(c.dest)] += x[i];
+    } else if (c.start == t) {
+      plan.run_now[s] += g;
+      share.now += x[i];
+    } else {
+      plan.run_later[s] += g;
+      share.later += x[i];
+    }
+    for (int u = c.start; u <= c.last && u < t + H; ++u)
+      plan.used[static_cast<std::size_t>(c.dest)][static_cast<std::size_t>(u - t)] += g;
+  }
+  return plan;
+}
+
+int map_to_action(const SlotPlan& plan, const EnvSpec& spec, int site, bool with_deferral) {
+  const auto& tg = spec.targets[static_cast<std::size_t>(site)];
+  const int T = static_cast<int>(tg.size());
+  const auto& jobs = plan.jobs[static_cast<std::size_t>(site)];
+  const int me = static_cast<int>(std::find(tg.begin(), tg.end(), site) - tg.begin());
+  std::vector<int> order = {me};  // ties: run-fit before deferral, the site itself first
+  for (int k = 0; k < T; ++k)
+    if (k != me) order.push_back(k);
+  if (with_deferral) {
+    order.push_back(T + me);
+    for (int k = 0; k < T; ++k)
+      if (k != me) order.push_back(T + k);
+  }
+  int best = me;
+  double best_score = -1;
+  for (int action : order) {
+    const bool defer = action >= T;
+    const int target = tg[static_cast<std::size_t>(defer ? action - T : action)];
+    int idle = plan.free_now[static_cast<std::size_t>(site)];
+    double score = 0;
+    for (const auto& j : jobs) {  // Shard::act's rule, job by job
+      if (j.in_transfer) continue;
+      const bool urgent = plan.slot >= j.deadline - j.remaining + 1;
+      if ((!defer || urgent) && j.gpus <= idle) {
+        idle -= j.gpus;
+        score += j.now;
+        continue;
+      }
+      const bool forward = target != site && j.hops < plan.max_hops && (defer ? !urgent : true);
+      if (forward) {
+        score += j.to[static_cast<std::size_t>(target)];
+        continue;
+      }
+      double elsewhere = 0;  // kept: right where the plan starts it later here or not at all
+      for (double v : j.to) elsewhere += v;
+      score += 1.0 - j.now - elsewhere;
+    }
+    if (score > best_score + 1e-9) {
+      best_score = score;
+      best = action;
+    }
+  }
+  return best;
+}
+
+namespace {
+
+class Mpc final : public Policy {
+ public:
+  Mpc(std::string name, Forecast forecast, int horizon)
+      : name_(std::move(name)), forecast_(forecast), horizon_(horizon) {}
+  std::string name() const override { return name_; }
+  ActionLaw action_law() const override { return ActionLaw::kDeterministic; }
+  bool needs_every_agent() const override { return true; }
+
+  void act(const PolicyInput& in, std::vector<int>& actions) override {
+    MARLSCHED_REQUIRE(in.local_agents == in.num_agents,
+                      name_ << " plans for every site at once and needs every agent on one rank "
+                               "(run it with mpirun -n 1 --agents-per-rank "
+                            << in.num_agents << "; evaluations are the same at any rank count)");
+    const int k = in.local_agents;
+    actions.resize(static_cast<std::size_t>(in.copies * k));
+    std::vector<const Shard*> sites(static_cast<std::size_t>(k));
+    for (int c = 0; c < in.copies; ++c) {
+      for (int a = 0; a < k; ++a) {
+        sites[static_cast<std::size_t>(a)] =
+            dynamic_cast<const Shard*>(in.shards.at(static_cast<std::size_t>(c * k + a)));
+        MARLSCHED_CHECK(sites[static_cast<std::size_t>(a)] != nullptr,
+                        name_ << " runs on geodc's shards only");
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      const SlotPlan plan = plan_slot(sites, *in.spec, forecast_, horizon_);
+      solve_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++solves_;
+      for (int a = 0; a < k; ++a)
+        actions[static_cast<std::size_t>(c * k + a)] = map_to_action(plan, *in.spec, a);
+    }
+  }
+
+  std::string note() const override {
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "%s: %.2f ms per decision (one LP over every site, mean of %lld solves)",
+                  name_.c_str(),
+                  solves_ > 0 ? 1000.0 * solve_s_ / static_cast<double>(solves_) : 0.0, solves_);
+    return buf;
+  }
+
+ private:
+  std::string name_;
+  Forecast forecast_;
+  int horizon_;
+  double solve_s_ = 0;
+  long long solves_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_mpc(const std::string& name) {
+  const auto colon = name.find(':');
+  const std::string base = name.substr(0, colon);
+  if (base != "mpc" && base != "mpc-oracle") return nullptr;
+  int horizon = kMpcHorizon;
+  if (colon != std::string::npos) {
+    const std::string text = name.substr(colon + 1);
+    char* stop = nullptr;
+    const long h = std::strtol(text.c_str(), &stop, 10);
+    MARLSCHED_REQUIRE(!text.empty() && stop == text.c_str() + text.size() && h >= 1 && h <= 10000,
+                      "baseline '" << name
+                                   << "': the horizon after ':' must be a whole number of slots "
+                                      "in [1, 10000]");
+    horizon = static_cast<int>(h);
+  }
+  return std::make_unique<Mpc>(name, base == "mpc" ? Forecast::kPersistence : Forecast::kOracle,
+                               horizon);
+}
+
+}  // namespace marlsched::geodc
