@@ -275,6 +275,7 @@ void ModelSource::choose_config(Command& cmd, const dist::Comm& comm) {
     const std::string dir = model_run_dir();
     if (!dir.empty() && std::filesystem::exists(dir + "/config.toml")) {
       cmd.config_path = dir + "/config.toml";
+      check_sealed_config(cmd.config_path);
     } else if (!policy.empty()) {
       const auto config = json_string_field(meta, "config");
       MARLSCHED_REQUIRE(!config.empty(),

@@ -167,6 +167,7 @@ class TrainCommand : public RunCommand {
           std::filesystem::exists(resume_dir_ + "/config.toml"),
           "--resume: '" << resume_dir_ << "' has no config.toml (not a run directory)");
       cmd_.config_path = resume_dir_ + "/config.toml";
+      check_sealed_config(cmd_.config_path);
     }
   }
 

@@ -48,6 +48,41 @@ std::string config_fingerprint(const std::string& toml) {
   return os.str();
 }
 
+namespace {
+constexpr char kConfigSeal[] = "# marlsched checksum ";
+
+std::string hex16(std::uint64_t h) {
+  std::ostringstream os;
+  os << std::hex << std::setw(16) << std::setfill('0') << h;
+  return os.str();
+}
+}  // namespace
+
+std::string sealed_config(const std::string& toml) {
+  std::string text = toml;
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  return text + kConfigSeal + hex16(fnv1a64(text.data(), text.size(), kFnvOffset)) + "\n";
+}
+
+void check_sealed_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;  // its absence is reported where the file is read
+  std::ostringstream all;
+  all << in.rdbuf();
+  const std::string text = all.str();
+  const auto at = text.rfind(std::string("\n") + kConfigSeal);
+  if (at == std::string::npos) return;
+  const std::string body = text.substr(0, at + 1);
+  std::string recorded = text.substr(at + 1 + sizeof kConfigSeal - 1);
+  while (!recorded.empty() && (recorded.back() == '\n' || recorded.back() == '\r'))
+    recorded.pop_back();
+  MARLSCHED_REQUIRE_INPUT(recorded == hex16(fnv1a64(body.data(), body.size(), kFnvOffset)),
+                          path << " fails its checksum: a byte changed since marlsched wrote it. "
+                                  "If you edited it on purpose, give the changes as flags "
+                                  "instead (they override the file), or delete its last line ('"
+                               << kConfigSeal << "…') to take the file as yours");
+}
+
 void write_manifest(const std::string& path, const Manifest& m) {
   std::ostringstream out;
   out << "marlsched-checkpoint 2\n"

@@ -39,6 +39,15 @@ std::uint64_t file_hash(const std::string& path, std::uint64_t* size = nullptr);
 /// change (iterations, run-dir, quiet, evaluation, checkpoint and trajectory settings).
 std::string config_fingerprint(const std::string& resolved_toml);
 
+/// A run's config.toml as written: `toml` and a last comment line "# marlsched checksum HEX"
+/// (FNV-1a 64 of the bytes before it), so that a resume or an evaluation that reads the file
+/// back can tell a changed byte from what the run wrote.
+std::string sealed_config(const std::string& toml);
+/// Checks the checksum line of a config.toml written by sealed_config; a file without one (an
+/// older run, or a file the user took over by deleting it) passes. Throws InputError naming the
+/// file and what to do when a byte changed.
+void check_sealed_config(const std::string& path);
+
 /// Parses a MANIFEST; throws InputError naming the file and line when malformed.
 Manifest read_manifest(const std::string& path);
 void write_manifest(const std::string& path, const Manifest& m);

@@ -449,7 +449,7 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
   const bool root = comm.is_root();
   if (root) {
     std::filesystem::create_directories(run.run_dir);
-    write_file_atomic(run.run_dir + "/config.toml", resolved_config);
+    write_file_atomic(run.run_dir + "/config.toml", sealed_config(resolved_config));
   }
   comm.barrier();
   World world(factory, comm, run.agents_per_rank, run.envs_per_rank, run.seed);

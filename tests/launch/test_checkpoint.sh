@@ -58,6 +58,15 @@ cp -r crashed flipped
 "$PY" "$SRC/tests/launch/damage.py" manifest flipped/checkpoints/ckpt-00000008/MANIFEST traj_rows > /dev/null
 expect_error "manifest with a flipped digit" 2 "fails its checksum" -- mpi 2 "$BIN" train --resume flipped
 cmp crashed/metrics.csv flipped/metrics.csv || fail "a refused resume changed metrics.csv"
+# The same for config.toml, which a resume reads: a changed digit is refused; deleting the
+# checksum line takes the file as the user's.
+cp -r crashed edited
+sed -i 's/^checkpoint-every = 4$/checkpoint-every = 5/' edited/config.toml
+grep -q '^checkpoint-every = 5$' edited/config.toml || fail "the test's edit of config.toml did not apply"
+expect_error "a changed config.toml" 2 "edited/config.toml fails its checksum: a byte changed since marlsched wrote it" -- \
+  mpi 2 "$BIN" train --resume edited
+sed -i '$d' edited/config.toml
+mpi 2 "$BIN" train --resume edited --quiet > edited.log 2>&1 || fail "config.toml without its checksum line was refused: $(cat edited.log)"
 cmp before.csv crashed/metrics.csv || fail "a failed resume modified metrics.csv"
 pass "failed resumes leave the run directory untouched"
 
