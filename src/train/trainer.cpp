@@ -414,7 +414,7 @@ TrajMeta traj_meta(const RunConfig& run, const LearnerRecipe& learner, const std
   TrajMeta m;
   m.spec = world.spec();
   m.algo = run.algo;
-  m.config_toml = config;
+  m.config_toml = sealed_config(config);  // as config.toml holds it
   m.behaviour_policy = learner.behaviour.empty() ? run.algo : learner.behaviour;
   m.behaviour_epsilon = learner.behaviour_epsilon;
   m.seed = run.seed;
