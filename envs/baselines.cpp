@@ -36,4 +36,11 @@ std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& s
                                                     << " (known: " << known << ")");
 }
 
+std::unique_ptr<Policy> make_hindsight_schedule(const EnvSpec& spec) {
+  for (const auto& e : env_registry())
+    if (e.name == spec.name && !e.hindsight_schedule.empty())
+      return e.make_baseline(e.hindsight_schedule, spec, 0);
+  return nullptr;
+}
+
 }  // namespace marlsched

@@ -32,6 +32,9 @@
 ///                 re-solved each slot with day-ahead persistence or true forecasts. They read
 ///                 every shard (PolicyInput::shards), so they run where one rank holds every
 ///                 agent; `mpc:H` sets the horizon in slots.
+///   hindsight     not a baseline: the oracle MPC that also knows the arrivals ahead, the
+///                 feasible lower end of the bracket that `eval` prints beside the LP bound
+///                 (`hindsight:H` evaluates it with another horizon).
 ///
 /// aset (ASET's static policies; see envs/aset/baselines.cpp): local-only, cloud-only,
 /// least-loaded, random-proportional.
@@ -57,5 +60,7 @@ const std::vector<std::string>& heuristic_names(const std::string& env = "");
 /// rank count.
 std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
                                        std::uint64_t seed);
+/// The env's feasible hindsight schedule (EnvEntry::hindsight_schedule), or null when it has none.
+std::unique_ptr<Policy> make_hindsight_schedule(const EnvSpec& spec);
 
 }  // namespace marlsched

@@ -28,6 +28,11 @@ struct EnvEntry {
   std::function<std::unique_ptr<Policy>(const std::string& name, const EnvSpec& spec,
                                         std::uint64_t seed)>
       make_baseline;
+  /// The name (for make_baseline) of the env's feasible hindsight schedule: a policy that reads
+  /// what no real policy may (future arrivals) and plays a schedule the env accepts, the lower
+  /// end of the bracket on the optimum that evaluations print beside the bound
+  /// (EnvFactory::episode_bound). Empty: the env has none.
+  std::string hindsight_schedule = {};
 };
 
 const std::vector<EnvEntry>& env_registry();

@@ -24,7 +24,9 @@ namespace {
 /// One policy's scores over the compared runs: scores[seed][episode].
 struct PolicyScores {
   std::string name;
-  std::string kind;  ///< learned, heuristic or bound
+  /// learned, heuristic, bound (the oracle's upper bound) or floor (the feasible hindsight
+  /// schedule, a lower bound on the optimum)
+  std::string kind;
   stats::Scores scores;
 };
 
@@ -76,9 +78,10 @@ std::vector<PolicyScores> read_scores(const std::vector<std::string>& run_dirs,
                                                    << ": runs must use the same evaluation");
       const bool baseline = std::find(baselines.begin(), baselines.end(),
                                       name.substr(0, name.find(':'))) != baselines.end();
-      const std::string kind = name.rfind("oracle", 0) == 0 ? "bound"
-                               : baseline                   ? "heuristic"
-                                                            : "learned";
+      const std::string kind = name.rfind("oracle", 0) == 0   ? "bound"
+                               : name == "hindsight-schedule" ? "floor"
+                               : baseline                     ? "heuristic"
+                                                              : "learned";
       auto it = std::find_if(out.begin(), out.end(),
                              [&](const PolicyScores& p) { return p.name == name; });
       if (it == out.end()) {
@@ -115,7 +118,7 @@ namespace {
 /// One policy's row of the comparison.
 struct Line {
   const PolicyScores* p = nullptr;
-  double mean = 0, iqm = 0, diff = NAN, pi = NAN, gap = NAN;
+  double mean = 0, iqm = 0, diff = NAN, pi = NAN, gap = NAN, floor_gap = NAN;
   stats::Interval mean_ci, iqm_ci, diff_ci{NAN, NAN}, diff_t{NAN, NAN};
 };
 
@@ -131,7 +134,8 @@ Comparison compare_policies(const std::vector<PolicyScores>& policies, int resam
                             const std::string& versus) {
   const PolicyScores* best = nullptr;
   const PolicyScores* bound = nullptr;
-  double best_mean = 0, bound_mean = 0;
+  const PolicyScores* floor = nullptr;
+  double best_mean = 0, bound_mean = 0, floor_mean = 0;
   for (const auto& p : policies) {
     const double m = stats::statistic(p.scores, stats::Statistic::kMean);
     if (p.kind == "heuristic" && (!best || m > best_mean)) {
@@ -141,6 +145,10 @@ Comparison compare_policies(const std::vector<PolicyScores>& policies, int resam
     if (p.kind == "bound") {
       bound = &p;
       bound_mean = m;
+    }
+    if (p.kind == "floor") {
+      floor = &p;
+      floor_mean = m;
     }
   }
   if (!versus.empty()) {
@@ -165,7 +173,7 @@ Comparison compare_policies(const std::vector<PolicyScores>& policies, int resam
         stats::bootstrap_interval(p.scores, nullptr, stats::Statistic::kMean, resamples, seed);
     l.iqm_ci =
         stats::bootstrap_interval(p.scores, nullptr, stats::Statistic::kIqm, resamples, seed);
-    if (best && &p != best && p.kind != "bound") {
+    if (best && &p != best && p.kind != "bound" && p.kind != "floor") {
       l.diff = l.mean - best_mean;
       l.diff_ci = stats::bootstrap_interval(p.scores, &best->scores, stats::Statistic::kMean,
                                             resamples, seed);
@@ -186,6 +194,8 @@ Comparison compare_policies(const std::vector<PolicyScores>& policies, int resam
     }
     if (bound && &p != bound)
       l.gap = 100.0 * (bound_mean - l.mean) / std::max(1e-9, std::abs(bound_mean));
+    if (floor && &p != floor && &p != bound)
+      l.floor_gap = 100.0 * (floor_mean - l.mean) / std::max(1e-9, std::abs(floor_mean));
     lines.push_back(l);
   }
   std::sort(lines.begin(), lines.end(),
@@ -202,7 +212,8 @@ std::pair<std::string, std::string> comparison_tables(const Comparison& c, std::
   const std::string vs = c.versus ? "reference" : "best heuristic";
   csv << "policy,kind,seeds,episodes,mean,mean_ci95_lo,mean_ci95_hi,iqm,iqm_ci95_lo,iqm_ci95_hi,"
       << (c.versus ? "diff_vs_reference" : "diff_vs_best_heuristic")
-      << ",diff_ci95_lo,diff_ci95_hi,diff_t95_lo,diff_t95_hi,p_improvement,oracle_gap_pct\n"
+      << ",diff_ci95_lo,diff_ci95_hi,diff_t95_lo,diff_t95_hi,p_improvement,oracle_gap_pct,"
+         "hindsight_gap_pct\n"
       << std::setprecision(10);
   md << "Compared " << runs << " run(s) on the same " << ne
      << " held-out episodes. 95 % intervals: stratified bootstrap over training seeds and "
@@ -214,15 +225,15 @@ std::pair<std::string, std::string> comparison_tables(const Comparison& c, std::
      << (c.versus ? "Reference" : "Best heuristic") << ": "
      << (best ? best->name : std::string("none")) << ".\n\n"
      << "| policy | kind | seeds | mean [95 % CI] | IQM [95 % CI] | Δ vs " << vs
-     << " [95 % CI] | Δ t-interval | P(improvement) | oracle gap |\n"
-     << "|:--|:--|--:|--:|--:|--:|--:|--:|--:|\n";
+     << " [95 % CI] | Δ t-interval | P(improvement) | oracle gap | hindsight gap |\n"
+     << "|:--|:--|--:|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& l : c.lines) {
     const auto& p = *l.p;
     csv << p.name << ',' << p.kind << ',' << p.scores.size() << ',' << ne << ',' << l.mean << ','
         << l.mean_ci.lo << ',' << l.mean_ci.hi << ',' << l.iqm << ',' << l.iqm_ci.lo << ','
         << l.iqm_ci.hi << ',' << num(l.diff, 6) << ',' << num(l.diff_ci.lo, 6) << ','
         << num(l.diff_ci.hi, 6) << ',' << num(l.diff_t.lo, 6) << ',' << num(l.diff_t.hi, 6) << ','
-        << num(l.pi, 4) << ',' << num(l.gap, 4) << '\n';
+        << num(l.pi, 4) << ',' << num(l.gap, 4) << ',' << num(l.floor_gap, 4) << '\n';
     auto ci = [](double m, stats::Interval i) {
       return num(m) + " [" + num(i.lo) + ", " + num(i.hi) + "]";
     };
@@ -232,7 +243,8 @@ std::pair<std::string, std::string> comparison_tables(const Comparison& c, std::
        << (std::isfinite(l.diff_t.lo) ? "[" + num(l.diff_t.lo) + ", " + num(l.diff_t.hi) + "]"
                                       : "–")
        << " | " << (std::isfinite(l.pi) ? num(l.pi, 3) : "–") << " | "
-       << (std::isfinite(l.gap) ? num(l.gap, 1) + " %" : "–") << " |\n";
+       << (std::isfinite(l.gap) ? num(l.gap, 1) + " %" : "–") << " | "
+       << (std::isfinite(l.floor_gap) ? num(l.floor_gap, 1) + " %" : "–") << " |\n";
   }
 
   return {csv.str(), md.str()};
@@ -283,9 +295,9 @@ std::string comparison_svg(const Comparison& c, std::size_t runs, std::size_t ne
       const double a = px(std::min(0.0, val)), b = px(std::max(0.0, val));
       svg << "<rect x='" << a << "' y='" << y << "' width='" << std::max(0.5, b - a) << "' height='"
           << bar_h << "' fill='"
-          << (learned                ? kOrange
-              : l.p->kind == "bound" ? kGrey
-                                     : kBlue)
+          << (learned                                        ? kOrange
+              : l.p->kind == "bound" || l.p->kind == "floor" ? kGrey
+                                                             : kBlue)
           << "'/>\n<line x1='" << px(i.lo) << "' x2='" << px(i.hi) << "' y1='" << y + bar_h / 2
           << "' y2='" << y + bar_h / 2 << "' stroke='#333' stroke-width='1.5'/>\n<text x='"
           << std::max({b, px(i.hi), px(0)}) + 3 << "' y='" << y + 13 << "' font-size='10'>"

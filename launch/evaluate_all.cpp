@@ -52,7 +52,8 @@ void evaluate_all(const RunConfig& run, const LearnerConfigs& learners, const En
     policies.push_back(make_heuristic(b, spec, run.eval_seed));
     entries.push_back({policies.back().get(), ""});
   }
-  evaluate_and_report(entries, factory, comm, es, run.eval_bound, out_dir);
+  const auto hindsight = run.eval_bound ? make_hindsight_schedule(spec) : nullptr;
+  evaluate_and_report(entries, factory, comm, es, run.eval_bound, out_dir, hindsight.get());
 }
 
 }  // namespace marlsched

@@ -30,10 +30,9 @@ struct Prepared {
 Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner,
                  const std::function<void()>& before_validate = {});
 
-/// The env's baselines an evaluation runs when none are named: all of them, less the central
-/// planners (Policy::needs_every_agent) when the job has more than one rank (said in one line).
-std::vector<std::string> default_baselines(const std::string& env, const EnvSpec& spec,
-                                           const dist::Comm& comm);
+/// The env's baselines an evaluation runs when none are named: all of them (a central planner,
+/// Policy::needs_every_agent, runs on rank 0 with every agent when the job has more ranks).
+std::vector<std::string> default_baselines(const std::string& env);
 
 /// Creates `run.run_dir` if needed, proves that this rank can write into it, and takes this
 /// rank's lock on it (held while `lock` lives). Unless `resuming`, a directory that holds an
@@ -63,8 +62,8 @@ class RunCommand : public Subcommand {
   virtual void after_threads(const dist::Comm&) {}
 
   /// --baselines: every baseline of the env when none is named (default_baselines); each name
-  /// must make one, once, and a central planner needs one rank.
-  void check_baselines(std::vector<std::string>& names, const dist::Comm& comm) const;
+  /// must make one, once.
+  void check_baselines(std::vector<std::string>& names) const;
 
   Command cmd_;
   Prepared prep_;

@@ -152,8 +152,7 @@ class TrainCommand : public RunCommand {
     // A stop signal during the last iteration: training is complete, evaluation is skipped.
     if (cmd_.run.eval_after && comm.allreduce_max(stop_requested()) == 0)
       evaluate_all(cmd_.run, cmd_.learners, *prep_.factory, comm,
-                   LearnedPolicy{cmd_.run.run_dir, "", ""},
-                   default_baselines(cmd_.run.env, prep_.factory->spec(), comm),
+                   LearnedPolicy{cmd_.run.run_dir, "", ""}, default_baselines(cmd_.run.env),
                    cmd_.run.eval_greedy, cmd_.run.run_dir);
     return summary.parameters_identical ? 0 : 3;
   }
@@ -263,7 +262,7 @@ class EvalCommand : public RunCommand {
       out_ = next_eval_dir(!model_.policy.empty()
                                ? std::filesystem::path(model_.policy).parent_path().string()
                                : model_.model_run_dir());
-    check_baselines(baselines_, comm);
+    check_baselines(baselines_);
   }
 
   ModelSource model_;
@@ -287,7 +286,7 @@ class BaselinesCommand : public RunCommand {
 
  private:
   bool needs_learner() const override { return false; }
-  void after_threads(const dist::Comm& comm) override { check_baselines(list_, comm); }
+  void after_threads(const dist::Comm&) override { check_baselines(list_); }
   std::vector<std::string> list_;  // default: every baseline of the env
 };
 

@@ -63,7 +63,8 @@ EnvEntry entry() {
             return std::make_unique<GeoDcFactory>(dynamic_cast<const Config&>(c), n);
           },
           marlsched::geodc_heuristic_names,
-          marlsched::make_geodc_heuristic};
+          marlsched::make_geodc_heuristic,
+          "hindsight"};
 }
 
 }  // namespace marlsched::geodc

@@ -82,6 +82,19 @@ std::vector<Job> Shard::episode_arrivals(std::uint64_t world_seed, std::uint64_t
   return jobs;
 }
 
+std::vector<Job> Shard::upcoming_arrivals(int slots) const {
+  Shard ahead(*this);
+  ahead.queue_.clear();
+  std::vector<Job> jobs;
+  for (int k = 0; k < slots && ahead.t_ + 1 < cfg_.episode_slots; ++k) {
+    ahead.t_ += 1;
+    ahead.arrivals();
+    jobs.insert(jobs.end(), ahead.queue_.begin(), ahead.queue_.end());
+    ahead.queue_.clear();
+  }
+  return jobs;
+}
+
 std::pair<double, double> Shard::energy_prices(int slot) const {
   return energy_prices_at_hour(slot_hour(slot));
 }

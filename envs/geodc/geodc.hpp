@@ -169,6 +169,10 @@ class Shard final : public marlsched::Shard {
   /// draws nothing else), so these are the jobs of that episode under any policy. Leaves the
   /// shard reset to that episode's start with an empty queue.
   std::vector<Job> episode_arrivals(std::uint64_t world_seed, std::uint64_t shard_seed);
+  /// Hindsight, for the bracket's feasible schedule: the jobs that will arrive here in the next
+  /// `slots` slots (fewer at the episode's end), in arrival order, whatever the actions; drawn
+  /// from a copy of the shard's generator, so the shard itself is unchanged.
+  std::vector<Job> upcoming_arrivals(int slots) const;
   /// Price (USD/MWh) and carbon intensity (g/kWh) of this site at `slot` of the current episode.
   std::pair<double, double> energy_prices(int slot) const;
   /// The same at an absolute epoch hour (for forecasts that look back a day).

@@ -55,7 +55,7 @@ struct Column {
 }  // namespace
 
 SlotPlan plan_slot(const std::vector<const Shard*>& sites, const EnvSpec& spec, Forecast forecast,
-                   int horizon) {
+                   int horizon, bool known_arrivals) {
   const int n = static_cast<int>(sites.size());
   MARLSCHED_CHECK(n > 0 && static_cast<int>(spec.targets.size()) == n,
                   "the MPC plans for every agent's site at once");
@@ -96,22 +96,65 @@ SlotPlan plan_slot(const std::vector<const Shard*>& sites, const EnvSpec& spec, 
     // Arrivals are not known, but their expected load is (the configured rate): the GPUs that
     // jobs arriving after now would hold are kept free of the plan, so that the plan does not
     // put off today's jobs into capacity that tomorrow's will need.
+    // With known arrivals, the jobs arriving within the horizon are columns and only the later
+    // ones are expected.
     for (int u = 1; u < L; ++u) {
       double expected = 0;
-      for (int v = 1; v <= u; ++v)
+      for (int v = known_arrivals ? H : 1; v <= u; ++v)
         expected +=
             site.arrival_rate_per_hour(t + v) * dt * expected_held(cfg, site.capacity(), u - v);
       headroom[static_cast<std::size_t>(s * L + u)] -= expected;
     }
   }
   // Columns: every queued job at its own site from when it is there, and (not in transfer, hops
-  // left) at each other target from when a transfer started now would end.
+  // left) at each other target from when a transfer started now would end; with known arrivals,
+  // each job arriving within the horizon likewise from its arrival slot (job -1: no share).
   std::vector<Column> cols;
   std::vector<double> objective;
   std::vector<CoinBigIndex> starts;
   std::vector<int> lengths, rows;
   std::vector<double> values;
   int job_row = n * L;
+  auto add_columns = [&](int s, const Job& j, int job) {
+    const Shard& site = *sites[static_cast<std::size_t>(s)];
+    const int now = std::max(t, j.arrival);  // when the site can first act on it
+    const double busy_w = cfg.busy_watts[static_cast<std::size_t>(j.type)] - cfg.idle_watts;
+    const int d = j.remaining;
+    for (int dest : spec.targets[static_cast<std::size_t>(s)]) {
+      const bool moved = dest != s;
+      if (moved && (j.available > now || j.hops >= cfg.max_hops)) continue;
+      const int first =
+          moved ? now + site.transfer_slots(dest, j.data_gb) : std::max(now, j.available);
+      const int stop = std::min(end, std::max(t + H, first + 1));
+      const Shard& at = *sites[static_cast<std::size_t>(dest)];
+      const double kwh = at.pue() * j.gpus * busy_w / 1000.0 * dt;
+      const double util = cfg.w_util * j.gpus / at.capacity();
+      const double transfer = moved ? per_kwh[static_cast<std::size_t>(s * L + now - t)] *
+                                          cfg.transfer_kwh_per_gb * j.data_gb
+                                    : 0.0;
+      for (int tau = first; tau < stop; ++tau) {
+        const int last = std::min(tau + d - 1, end - 1);
+        const bool on_time = tau + d - 1 <= j.deadline;
+        double c = -transfer;
+        for (int u = tau; u <= last; ++u)
+          c += util - kwh * per_kwh[static_cast<std::size_t>(dest * L + u - t)];
+        if (on_time && tau + d - 1 <= end - 1) c += cfg.w_work * j.gpus * d * dt;
+        if (on_time && !j.violated) c += cfg.w_sla;
+        if (c <= 0) continue;  // never worth starting there then
+        cols.push_back({s, job, dest, tau, last, static_cast<double>(j.gpus)});
+        objective.push_back(c);
+        starts.push_back(static_cast<CoinBigIndex>(rows.size()));
+        for (int u = tau; u <= last; ++u) {
+          rows.push_back(dest * L + u - t);
+          values.push_back(j.gpus);
+        }
+        rows.push_back(job_row);
+        values.push_back(1.0);
+        lengths.push_back(last - tau + 2);
+      }
+    }
+    ++job_row;
+  };
   for (int s = 0; s < n; ++s) {
     const Shard& site = *sites[static_cast<std::size_t>(s)];
     std::vector<Job> queue = site.queue();  // in the order act() takes them
@@ -129,44 +172,10 @@ SlotPlan plan_slot(const std::vector<const Shard*>& sites, const EnvSpec& spec, 
       share.in_transfer = j.available > t;
       share.to.assign(static_cast<std::size_t>(n), 0.0);
       shares.push_back(std::move(share));
-      const int job = static_cast<int>(shares.size()) - 1;
-      const double busy_w = cfg.busy_watts[static_cast<std::size_t>(j.type)] - cfg.idle_watts;
-      const int d = j.remaining;
-      for (int dest : spec.targets[static_cast<std::size_t>(s)]) {
-        const bool moved = dest != s;
-        if (moved && (j.available > t || j.hops >= cfg.max_hops)) continue;
-        const int first =
-            moved ? t + site.transfer_slots(dest, j.data_gb) : std::max(t, j.available);
-        const int stop = std::min(end, std::max(t + H, first + 1));
-        const Shard& at = *sites[static_cast<std::size_t>(dest)];
-        const double kwh = at.pue() * j.gpus * busy_w / 1000.0 * dt;
-        const double util = cfg.w_util * j.gpus / at.capacity();
-        const double transfer =
-            moved ? per_kwh[static_cast<std::size_t>(s * L)] * cfg.transfer_kwh_per_gb * j.data_gb
-                  : 0.0;
-        for (int tau = first; tau < stop; ++tau) {
-          const int last = std::min(tau + d - 1, end - 1);
-          const bool on_time = tau + d - 1 <= j.deadline;
-          double c = -transfer;
-          for (int u = tau; u <= last; ++u)
-            c += util - kwh * per_kwh[static_cast<std::size_t>(dest * L + u - t)];
-          if (on_time && tau + d - 1 <= end - 1) c += cfg.w_work * j.gpus * d * dt;
-          if (on_time && !j.violated) c += cfg.w_sla;
-          if (c <= 0) continue;  // never worth starting there then
-          cols.push_back({s, job, dest, tau, last, static_cast<double>(j.gpus)});
-          objective.push_back(c);
-          starts.push_back(static_cast<CoinBigIndex>(rows.size()));
-          for (int u = tau; u <= last; ++u) {
-            rows.push_back(dest * L + u - t);
-            values.push_back(j.gpus);
-          }
-          rows.push_back(job_row);
-          values.push_back(1.0);
-          lengths.push_back(last - tau + 2);
-        }
-      }
-      ++job_row;
+      add_columns(s, j, static_cast<int>(shares.size()) - 1);
     }
+    if (known_arrivals)
+      for (const Job& j : site.upcoming_arrivals(H - 1)) add_columns(s, j, -1);
   }
   plan.columns = static_cast<int>(cols.size());
   if (cols.empty()) return plan;
@@ -191,6 +200,9 @@ SlotPlan plan_slot(const std::vector<const Shard*>& sites, const EnvSpec& spec, 
     const Column& c = cols[i];
     const double g = x[i] * c.gpus;
     if (g <= 1e-9) continue;
+    for (int u = c.start; u <= c.last && u < t + H; ++u)
+      plan.used[static_cast<std::size_t>(c.dest)][static_cast<std::size_t>(u - t)] += g;
+    if (c.job < 0) continue;  // a job not here yet
     const auto s = static_cast<std::size_t>(c.site);
     auto& share = plan.jobs[s][static_cast<std::size_t>(c.job)];
     if (c.dest != c.site) {
@@ -203,8 +215,6 @@ SlotPlan plan_slot(const std::vector<const Shard*>& sites, const EnvSpec& spec, 
       plan.run_later[s] += g;
       share.later += x[i];
     }
-    for (int u = c.start; u <= c.last && u < t + H; ++u)
-      plan.used[static_cast<std::size_t>(c.dest)][static_cast<std::size_t>(u - t)] += g;
   }
   return plan;
 }
@@ -258,8 +268,11 @@ namespace {
 
 class Mpc final : public Policy {
  public:
-  Mpc(std::string name, Forecast forecast, int horizon)
-      : name_(std::move(name)), forecast_(forecast), horizon_(horizon) {}
+  Mpc(std::string name, Forecast forecast, int horizon, bool known_arrivals)
+      : name_(std::move(name)),
+        forecast_(forecast),
+        horizon_(horizon),
+        known_arrivals_(known_arrivals) {}
   std::string name() const override { return name_; }
   ActionLaw action_law() const override { return ActionLaw::kDeterministic; }
   bool needs_every_agent() const override { return true; }
@@ -280,7 +293,7 @@ class Mpc final : public Policy {
                         name_ << " runs on geodc's shards only");
       }
       const auto t0 = std::chrono::steady_clock::now();
-      const SlotPlan plan = plan_slot(sites, *in.spec, forecast_, horizon_);
+      const SlotPlan plan = plan_slot(sites, *in.spec, forecast_, horizon_, known_arrivals_);
       solve_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       ++solves_;
       for (int a = 0; a < k; ++a)
@@ -301,6 +314,7 @@ class Mpc final : public Policy {
   std::string name_;
   Forecast forecast_;
   int horizon_;
+  bool known_arrivals_;
   double solve_s_ = 0;
   long long solves_ = 0;
 };
@@ -310,8 +324,9 @@ class Mpc final : public Policy {
 std::unique_ptr<Policy> make_mpc(const std::string& name) {
   const auto colon = name.find(':');
   const std::string base = name.substr(0, colon);
-  if (base != "mpc" && base != "mpc-oracle") return nullptr;
-  int horizon = kMpcHorizon;
+  if (base != "mpc" && base != "mpc-oracle" && base != "hindsight") return nullptr;
+  const bool hindsight = base == "hindsight";
+  int horizon = hindsight ? kHindsightHorizon : kMpcHorizon;
   if (colon != std::string::npos) {
     const std::string text = name.substr(colon + 1);
     char* stop = nullptr;
@@ -323,7 +338,7 @@ std::unique_ptr<Policy> make_mpc(const std::string& name) {
     horizon = static_cast<int>(h);
   }
   return std::make_unique<Mpc>(name, base == "mpc" ? Forecast::kPersistence : Forecast::kOracle,
-                               horizon);
+                               horizon, hindsight);
 }
 
 }  // namespace marlsched::geodc

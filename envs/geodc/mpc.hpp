@@ -53,9 +53,12 @@ struct SlotPlan {
   int columns = 0;
 };
 
-/// Solves the slot's LP for `sites` (every agent, in agent order, all at the same slot).
+/// Solves the slot's LP for `sites` (every agent, in agent order, all at the same slot). With
+/// `known_arrivals` the LP also holds the jobs that will arrive within the horizon
+/// (Shard::upcoming_arrivals, hindsight no real policy has) instead of reserving their expected
+/// load: they compete for capacity but get no action now.
 SlotPlan plan_slot(const std::vector<const Shard*>& sites, const EnvSpec& spec, Forecast forecast,
-                   int horizon);
+                   int horizon, bool known_arrivals = false);
 
 /// The mapping rule from a site's plan to its action (mode x target, EnvSpec::targets): the
 /// action whose first-slot decisions agree most with the plan. Each candidate action is played
@@ -71,8 +74,11 @@ SlotPlan plan_slot(const std::vector<const Shard*>& sites, const EnvSpec& spec, 
 int map_to_action(const SlotPlan& plan, const EnvSpec& spec, int site, bool with_deferral = false);
 
 /// The MPC baselines: "mpc" and "mpc-oracle", each optionally with ":H", the horizon in slots
-/// (default kMpcHorizon); nullptr for any other name.
+/// (default kMpcHorizon); and "hindsight" (default horizon kHindsightHorizon): the oracle MPC
+/// that also knows the arrivals, the lower end of the bracket on the optimum that evaluations
+/// print (EnvEntry::hindsight_schedule), not a baseline; nullptr for any other name.
 std::unique_ptr<Policy> make_mpc(const std::string& name);
-constexpr int kMpcHorizon = 8;  ///< tuned on training seeds (docs/envs/geodc.md)
+constexpr int kMpcHorizon = 8;         ///< tuned on training seeds (docs/envs/geodc.md)
+constexpr int kHindsightHorizon = 32;  ///< tuned on training seeds (docs/envs/geodc.md)
 
 }  // namespace marlsched::geodc

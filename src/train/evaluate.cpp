@@ -199,9 +199,29 @@ std::string format_eval_episodes_csv(const std::vector<EvalRow>& rows) {
   return os.str();
 }
 
+namespace {
+
+/// evaluate(), for a policy that needs every agent on one rank: on rank 0 alone, over a
+/// communicator of itself, with every agent (the same episodes: seeds follow the global agent
+/// index and the copy); the other ranks get an empty row.
+EvalRow evaluate_anywhere(Policy& policy, const EnvFactory& factory, const dist::Comm& comm,
+                          const EvalSettings& es) {
+  if (!policy.needs_every_agent() || comm.size() == 1) return evaluate(policy, factory, comm, es);
+  EvalRow row;
+  if (!comm.is_root()) return row;
+  MPI_Comm self = MPI_COMM_NULL;
+  MARLSCHED_MPI_CHECK(MPI_Comm_dup(MPI_COMM_SELF, &self));
+  const dist::Comm alone(self, true);
+  EvalSettings one = es;
+  one.agents_per_rank = es.agents_per_rank * comm.size();
+  return evaluate(policy, factory, alone, one);
+}
+
+}  // namespace
+
 void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory& factory,
                          const dist::Comm& comm, const EvalSettings& es, bool with_bound,
-                         const std::string& out_dir) {
+                         const std::string& out_dir, Policy* hindsight) {
   MARLSCHED_REQUIRE(!entries.empty(), "nothing to evaluate: no learned policy and no baselines");
   const auto& spec = factory.spec();
   // Every env copy plays whole episodes, so the count rounds up to a multiple of the copies.
@@ -213,13 +233,13 @@ void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory
   const int n = es.agents_per_rank * comm.size();
   std::vector<EvalRow> rows;
   for (const auto& entry : entries) {
-    rows.push_back(evaluate(*entry.policy, factory, comm, es));
+    rows.push_back(evaluate_anywhere(*entry.policy, factory, comm, es));
     if (!entry.name.empty()) rows.back().policy = entry.name;
     if (const auto note = entry.policy->note(); !note.empty() && comm.is_root())
       std::cout << note << std::endl;
   }
   // The oracle bound of the same episodes (episode r * copies + c is copy c's r-th), on rank 0.
-  EvalRow bound;
+  EvalRow bound, floor;
   if (with_bound && comm.is_root()) {
     const int n_ep = rows.front().episodes;
     std::vector<std::uint64_t> shard_seeds(static_cast<std::size_t>(n));
@@ -243,6 +263,18 @@ void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory
             {"oracle_gap_pct", 100.0 * (bound.utility - row.utility) / std::abs(bound.utility)});
     }
   }
+  // The feasible end of the bracket; all ranks call, rank 0 plays it alone.
+  if (with_bound && hindsight) {
+    floor = evaluate_anywhere(*hindsight, factory, comm, es);
+    if (comm.is_root()) {
+      if (const auto note = hindsight->note(); !note.empty()) std::cout << note << std::endl;
+      floor.policy = "hindsight-schedule";
+      floor.metrics.clear();
+      for (auto& row : rows)
+        row.metrics.push_back({"hindsight_gap_pct", 100.0 * (floor.utility - row.utility) /
+                                                        std::max(1e-9, std::abs(floor.utility))});
+    }
+  }
   if (comm.is_root()) {
     // What the columns are, said once under the table (and in eval.md).
     std::string notes;
@@ -253,9 +285,13 @@ void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory
               << es.seed << " (system totals per episode; utility = sum of rewards)\n"
               << format_eval_table(spec, rows, false) << notes;
     if (!bound.policy.empty())
-      std::cout << "oracle bound (hindsight LP relaxation, docs/envs/geodc.md): " << std::fixed
-                << std::setprecision(2) << bound.utility
+      std::cout << "oracle bound (hindsight relaxation, an upper bound on the optimum): "
+                << std::fixed << std::setprecision(2) << bound.utility
                 << " per episode; oracle_gap_pct = how far below it each policy is\n";
+    if (!floor.policy.empty())
+      std::cout << "hindsight schedule (feasible with hindsight, a lower bound on the optimum): "
+                << std::fixed << std::setprecision(2) << floor.utility
+                << " per episode; hindsight_gap_pct = how far below it each policy is\n";
     std::cout << std::flush;
     if (!out_dir.empty()) {
       make_dirs(out_dir);
@@ -264,6 +300,7 @@ void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory
                         format_eval_table(spec, rows, true) + (notes.empty() ? "" : "\n" + notes));
       auto all_rows = rows;
       if (!bound.policy.empty()) all_rows.push_back(bound);
+      if (!floor.policy.empty()) all_rows.push_back(floor);
       write_file_atomic(out_dir + "/eval-episodes.csv", format_eval_episodes_csv(all_rows));
       std::cout << "wrote " << out_dir << "/eval.csv, eval.md and eval-episodes.csv" << std::endl;
     }

@@ -44,12 +44,15 @@ struct EvalEntry {
 };
 
 /// Collective: evaluates every entry, in order, on the same held-out episodes; where
-/// `with_bound` and the env has one (EnvFactory::episode_bound), adds the hindsight bound of
-/// those episodes and each policy's gap to it. Rank 0 prints the table and writes eval.csv,
-/// eval.md and eval-episodes.csv into `out_dir` (none if empty).
+/// `with_bound`, brackets the optimum of those episodes: the env's hindsight bound above
+/// (EnvFactory::episode_bound) and `hindsight`, a feasible schedule that may read the future,
+/// below (either may be absent), with each policy's gap to both. A policy that needs every
+/// agent (Policy::needs_every_agent) runs on rank 0 alone with every agent when there are more
+/// ranks (its episodes are the same). Rank 0 prints the table and writes eval.csv, eval.md and
+/// eval-episodes.csv into `out_dir` (none if empty).
 void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory& factory,
                          const dist::Comm& comm, const EvalSettings& es, bool with_bound,
-                         const std::string& out_dir);
+                         const std::string& out_dir, Policy* hindsight = nullptr);
 
 /// A table with one row per policy: utility, each reward component (labelled by
 /// EnvSpec::component_label), then the env's system metrics (4 significant digits).

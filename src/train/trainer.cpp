@@ -44,8 +44,9 @@ void RunConfig::bind(OptionBinder& b, const std::vector<std::string>& learners) 
   b.add("eval-greedy", eval_greedy,
         "evaluate learned policies greedily (most probable action); false: sample as in training");
   b.add("eval-bound", eval_bound,
-        "also compute the env's hindsight upper bound on each evaluation episode's utility "
-        "(geodc: an LP relaxation) and every policy's gap to it");
+        "also bracket each evaluation episode's optimum where the env can: a hindsight upper "
+        "bound (geodc: an LP relaxation) and a feasible hindsight schedule (geodc: MPC that "
+        "knows the arrivals), with every policy's gap to both");
   b.add("check-every", check_every, "iterations between cross-rank parameter identity checks");
   b.add("threads", threads, "torch intra-op threads per rank");
   b.add("quiet", quiet, "no per-iteration progress lines");

@@ -495,6 +495,68 @@ TEST(GeoDcMpc, OracleMpcStaysUnderTheBoundAndBeatsLocalOnly) {
   }
 }
 
+// The feasible end of the bracket: the oracle MPC that knows the arrivals within its horizon.
+// Played in the env it is a schedule the env accepts, so it never exceeds the LP bound, and its
+// plans keep every site's GPUs within capacity at every slot of the horizon.
+TEST(GeoDcMpc, HindsightScheduleStaysUnderTheBoundAndItsPlansFit) {
+  geodc::Config cfg;
+  cfg.episode_slots = 48;
+  LocalWorld w(cfg, 4);
+  const auto& spec = w.factory->spec();
+  for (std::uint64_t ep = 0; ep < 2; ++ep) {
+    const std::vector<std::uint64_t> seeds = {derive_seed(17, {ep, 1}), derive_seed(17, {ep, 2}),
+                                              derive_seed(17, {ep, 3}), derive_seed(17, {ep, 4})};
+    const double bound = w.factory->episode_bound(derive_seed(17, {ep}), seeds);
+    w.reset(17, ep);
+    double utility = 0;
+    int planned_ahead = 0;
+    for (int t = 0; t < cfg.episode_slots; ++t) {
+      std::vector<const geodc::Shard*> sites;
+      for (int s = 0; s < 4; ++s) sites.push_back(&w.shard(s));
+      const auto plan = geodc::plan_slot(sites, spec, geodc::Forecast::kOracle, 16, true);
+      for (int s = 0; s < 4; ++s)
+        for (int u = 0; u < plan.horizon; ++u) {
+          const double used = plan.used[static_cast<std::size_t>(s)][static_cast<std::size_t>(u)];
+          ASSERT_LE(used, plan.capacity[static_cast<std::size_t>(s)] + 1e-6)
+              << "site " << s << " slot " << t + u;
+          if (u > 0 && used > 0) ++planned_ahead;
+        }
+      std::vector<int> a(4);
+      for (int s = 0; s < 4; ++s)
+        a[static_cast<std::size_t>(s)] = geodc::map_to_action(plan, spec, s);
+      for (const auto& r : w.step(a)) utility += r.reward;
+    }
+    EXPECT_GT(planned_ahead, 0);
+    EXPECT_LE(utility, bound + 1e-6) << "episode " << ep;
+  }
+}
+
+// The jobs a shard says will arrive are the ones that do, whatever the actions, and asking
+// leaves the shard as it was.
+TEST(GeoDc, UpcomingArrivalsAreTheJobsThatArrive) {
+  geodc::Config cfg;
+  cfg.episode_slots = 24;
+  LocalWorld w(cfg, 4);
+  w.reset(21, 0);
+  for (int t = 0; t < 5; ++t) w.step({0, 1, 2, 3});
+  const auto ahead = w.shard(1).upcoming_arrivals(6);
+  const double before = w.shard(1).counters().at("arrived");
+  for (int t = 0; t < 6; ++t) w.step({4, 5, 6, 7});  // defer: arrivals stay queued here
+  EXPECT_EQ(static_cast<double>(ahead.size()), w.shard(1).counters().at("arrived") - before);
+  ASSERT_FALSE(ahead.empty());
+  auto probe = w.factory->make_shard(1);
+  std::vector<std::uint64_t> expected;
+  for (const auto& j : dynamic_cast<geodc::Shard&>(*probe).episode_arrivals(
+           derive_seed(21, {0}), derive_seed(21, {0, 2})))
+    if (j.arrival > 5 && j.arrival <= 11) expected.push_back(j.id);
+  std::vector<std::uint64_t> got;
+  for (const auto& j : ahead) got.push_back(j.id);
+  EXPECT_EQ(got, expected);
+  // Near the episode's end there is less to see.
+  for (int t = 11; t < 22; ++t) w.step({0, 1, 2, 3});
+  for (const auto& j : w.shard(1).upcoming_arrivals(10)) EXPECT_LT(j.arrival, 24);
+}
+
 // With no jobs every schedule earns the same (idle power only), and the bound is exactly that.
 TEST(GeoDc, OracleBoundIsExactWithoutJobs) {
   geodc::Config cfg;

@@ -58,6 +58,21 @@ pass "--help without {false}; warm-up statistics print '-'; '1 rank'"
 "$BIN" baselines --agents-per-rank 4 --eval-episodes 2 --baselines random > base.log
 grep -q "evaluating 4 episodes per policy: --eval-episodes 2 rounded up to a multiple of the 4 env copies per rank" base.log ||
   fail "the rounded episode count is not said: $(head -3 base.log)"
+# The planners read every site: at two ranks rank 0 plays them with every agent, on the same
+# episodes as one rank; the bracket (LP bound above, feasible hindsight schedule below) is printed.
+for np in 1 2; do
+  mpi $np "$BIN" baselines --agents-per-rank $((4 / np)) --eval-episodes 4 --episode-slots 24 \
+    --baselines local-only,mpc-oracle > "plan$np.log" || fail "baselines at $np rank(s): $(tail -3 "plan$np.log")"
+done
+grep -E "^(mpc-oracle|local-only) +-?[0-9]|^hindsight schedule" plan1.log > plan1.rows
+grep -E "^(mpc-oracle|local-only) +-?[0-9]|^hindsight schedule" plan2.log > plan2.rows
+[ "$(wc -l < plan1.rows)" = 3 ] || fail "expected the mpc-oracle, local-only and hindsight lines: $(cat plan1.log)"
+diff plan1.rows plan2.rows || fail "the planner scores differently at 2 ranks"
+for f in "hindsight_gap_pct" "oracle bound (hindsight relaxation, an upper bound on the optimum)" \
+  "hindsight schedule (feasible with hindsight, a lower bound on the optimum)"; do
+  grep -qF "$f" plan2.log || fail "no '$f' in: $(cat plan2.log)"
+done
+pass "planners at 2 ranks score as at 1; the bracket on the optimum is printed"
 [ "$("$BIN" slurm --help | grep ':$' | sed -n 2p)" = "Slurm:" ] ||
   fail "slurm --help does not list its own options first: $("$BIN" slurm --help | grep ':$' | head -3)"
 pass "a rounded --eval-episodes is said; slurm --help starts with its own options"
