@@ -141,6 +141,12 @@ void LearnerConfigs::check_copies(const std::string& algo, int copies) const {
   require_copy_groups(algo, entry(algo).copy_group, copies);
 }
 
+void LearnerConfigs::check_ranks(const std::string& algo, const EnvSpec& spec, int num_agents,
+                                 int ranks) const {
+  const auto& e = entry(algo);
+  if (e.check_ranks) e.check_ranks(*this, spec, num_agents, ranks);
+}
+
 void LearnerConfigs::check_inputs(const std::string& algo, const EnvSpec& spec, int num_agents,
                                   int rank, int ranks) const {
   const auto& e = entry(algo);

@@ -79,6 +79,9 @@ class LearnerConfigs {
   /// Throws ConfigError when the named learner cannot train on `copies` env copies per rank
   /// (ES: antithetic pairs of copies that share episodes, so an even number).
   void check_copies(const std::string& algo, int copies) const;
+  /// The named learner's check that it can train with `num_agents` agents over `ranks` ranks
+  /// (LearnerEntry::check_ranks), if it has one.
+  void check_ranks(const std::string& algo, const EnvSpec& spec, int num_agents, int ranks) const;
   /// The named learner's check of the input files its training reads (LearnerEntry::
   /// check_inputs), if it has one.
   void check_inputs(const std::string& algo, const EnvSpec& spec, int num_agents, int rank,
@@ -134,6 +137,10 @@ struct LearnerEntry {
   /// ConfigError otherwise. Learners without it cannot warm-start.
   std::function<void(const LearnerConfigs&, const EnvSpec&, int, int, const std::string&)>
       check_init = {};
+  /// Optional: checks, before any collective, that it can train with `num_agents` agents spread
+  /// over `ranks` ranks (ES imitating a planner that needs every agent on one rank); throws
+  /// ConfigError otherwise.
+  std::function<void(const LearnerConfigs&, const EnvSpec&, int, int)> check_ranks = {};
 };
 
 /// Adds a row (before any LearnerConfigs is made or options are bound); ConfigError if the name

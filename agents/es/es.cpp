@@ -24,6 +24,12 @@ void EsConfig::bind(OptionBinder& b) {
   b.add("es-top", top, "share of the directions (largest paired differences) used per update");
   b.add("es-normalize", normalize, "standardise inputs by running moments (ARS V2)");
   b.add("es-init-scale", init_scale, "standard deviation of the initial output weights");
+  b.add("es-imitate", imitate,
+        "a baseline of the env that the linear policy first imitates (DAgger), then ES improves "
+        "(empty: none)");
+  b.add("es-imitate-iterations", imitate_iterations,
+        "DAgger rounds (one episode per env copy each) before the ES steps");
+  b.add("es-imitate-l2", imitate_l2, "weight decay of the imitation fit");
 }
 
 void EsConfig::validate() const {
@@ -34,6 +40,16 @@ void EsConfig::validate() const {
   MARLSCHED_REQUIRE(top > 0 && top <= 1, "--es-top must be in (0, 1], got " << top);
   MARLSCHED_REQUIRE(init_scale >= 0 && std::isfinite(init_scale),
                     "--es-init-scale must be >= 0, got " << init_scale);
+  MARLSCHED_REQUIRE(imitate_iterations >= 0 && imitate_iterations <= 1000,
+                    "--es-imitate-iterations must be in [0, 1000], got " << imitate_iterations);
+  MARLSCHED_REQUIRE(imitate.empty() == (imitate_iterations == 0),
+                    "--es-imitate and --es-imitate-iterations go together: a teacher and the "
+                    "DAgger rounds that imitate it (got '"
+                        << imitate << "' and " << imitate_iterations << ")");
+  MARLSCHED_REQUIRE(imitate.empty() || hidden.empty(),
+                    "--es-imitate fits a linear policy: leave --es-hidden empty");
+  MARLSCHED_REQUIRE(imitate_l2 >= 0 && std::isfinite(imitate_l2),
+                    "--es-imitate-l2 must be >= 0, got " << imitate_l2);
 }
 
 void EsConfig::check_env(const EnvSpec& spec) const {
@@ -63,6 +79,20 @@ struct Es::Impl {
   std::vector<double> fitness;
   std::vector<char> finished;
   std::vector<float> logp, values, x, xn, h0, h1, out;  // out: one row's logits
+  // Imitation (--es-imitate): the teacher, its labels so far (raw inputs [sample][in] and
+  // actions) and the accuracy of the last fit.
+  Es::TeacherMaker make_teacher;
+  std::unique_ptr<Policy> teacher;
+  std::vector<int> teacher_actions;
+  std::vector<float> demo_x;
+  std::vector<std::int32_t> demo_a;
+  double imitation_accuracy = 0;
+
+  bool imitating() const { return iteration < cfg.imitate_iterations; }
+
+  /// Fits the linear θ to the labels (softmax cross-entropy + l2/2 |W|², full-batch Adam from
+  /// the current θ); every rank sums its gradient over the ranks, so θ stays identical.
+  void fit_imitation();
 
   Impl(const EsConfig& c, const dist::Comm& cm, const EnvSpec& spec, int n_, int first_, int k_,
        int e_, std::uint64_t s)
@@ -181,11 +211,69 @@ struct Es::Impl {
 };
 
 Es::Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-       int first_agent, int local_agents, int copies, std::uint64_t seed) {
+       int first_agent, int local_agents, int copies, std::uint64_t seed, TeacherMaker teacher) {
   cfg.validate();
   cfg.check_env(spec);
   impl_ =
       std::make_unique<Impl>(cfg, comm, spec, num_agents, first_agent, local_agents, copies, seed);
+  impl_->make_teacher = std::move(teacher);
+}
+
+void Es::Impl::fit_imitation() {
+  const std::size_t ns = demo_a.size();
+  const auto I = static_cast<std::size_t>(in), A = static_cast<std::size_t>(na);
+  const std::size_t p = A * (I + 1);  // W [na][in], then b [na]: θ of the linear policy
+  MARLSCHED_CHECK(p == theta.size(), "the imitation fit needs the linear policy");
+  std::vector<double> w(theta.begin(), theta.end());
+  std::vector<double> g(A * (I + 1) + 2), m1(A * (I + 1)), m2(A * (I + 1));
+  std::vector<float> xs(ns * I);
+  for (std::size_t r = 0; r < ns; ++r)
+    for (std::size_t i = 0; i < I; ++i)
+      xs[r * I + i] = cfg.normalize ? (demo_x[r * I + i] - mu[i]) / sd[i] : demo_x[r * I + i];
+  std::vector<double> z(A);
+  constexpr int kEpochs = 150;
+  constexpr double kLr = 0.05, kB1 = 0.9, kB2 = 0.999;
+  // Gradient of the summed cross-entropy over this rank's labels (and their count and the
+  // correct ones last), summed over the ranks.
+  auto gradient = [&] {
+    std::fill(g.begin(), g.end(), 0.0);
+    for (std::size_t r = 0; r < ns; ++r) {
+      const float* xr = xs.data() + r * I;
+      double top = -1e300;
+      std::size_t best = 0;
+      for (std::size_t o = 0; o < A; ++o) {
+        double acc = w[A * I + o];
+        for (std::size_t i = 0; i < I; ++i) acc += w[o * I + i] * xr[i];
+        z[o] = acc;
+        if (acc > top) top = acc, best = o;
+      }
+      double sum = 0;
+      for (std::size_t o = 0; o < A; ++o) sum += (z[o] = std::exp(z[o] - top));
+      const auto y = static_cast<std::size_t>(demo_a[r]);
+      for (std::size_t o = 0; o < A; ++o) {
+        const double d = z[o] / sum - (o == y ? 1.0 : 0.0);
+        for (std::size_t i = 0; i < I; ++i) g[o * I + i] += d * xr[i];
+        g[A * I + o] += d;
+      }
+      g[p + 1] += best == y ? 1.0 : 0.0;
+    }
+    g[p] = static_cast<double>(ns);
+    comm.allreduce_sum(g.data(), static_cast<int>(g.size()));
+  };
+  for (int t = 1; t <= kEpochs; ++t) {
+    gradient();
+    const double count = std::max(1.0, g[p]);
+    for (std::size_t j = 0; j < p; ++j) {
+      const double gj = g[j] / count + (j < A * I ? cfg.imitate_l2 * w[j] : 0.0);
+      m1[j] = kB1 * m1[j] + (1 - kB1) * gj;
+      m2[j] = kB2 * m2[j] + (1 - kB2) * gj * gj;
+      const double mh = m1[j] / (1 - std::pow(kB1, t)), vh = m2[j] / (1 - std::pow(kB2, t));
+      w[j] -= kLr * mh / (std::sqrt(vh) + 1e-8);
+    }
+  }
+  gradient();
+  imitation_accuracy = g[p + 1] / std::max(1.0, g[p]);
+  for (std::size_t j = 0; j < p; ++j) theta[j] = static_cast<float>(w[j]);
 }
 
 Es::~Es() = default;
@@ -196,13 +284,17 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
   MARLSCHED_CHECK(!train || in.copies == m.e,
                   "es trains on " << m.e << " env copies, got " << in.copies);
   if (train && !m.ready) m.perturb();
+  const bool imitate = train && m.imitating();
+  if (imitate) m.teacher->act(in, m.teacher_actions);
   const auto rows = static_cast<std::size_t>(in.copies * m.k);
   actions.resize(rows);
   m.logp.assign(rows, 0.f);
   m.values.assign(rows, std::nanf(""));
   const std::size_t p = m.params();
   for (int c = 0; c < in.copies; ++c) {
-    const float* w = train ? m.perturbed.data() + static_cast<std::size_t>(c) * p : m.theta.data();
+    // DAgger: θ itself acts in the imitation rounds after the first, the teacher in the first.
+    const float* w =
+        train && !imitate ? m.perturbed.data() + static_cast<std::size_t>(c) * p : m.theta.data();
     const bool count = train && !m.finished[static_cast<std::size_t>(c)];
     for (int kk = 0; kk < m.k; ++kk) {
       nn::agent_input(in.global[static_cast<std::size_t>(c)], m.pub, m.first + kk, m.x.data());
@@ -214,18 +306,36 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
           m.pending[1 + static_cast<std::size_t>(m.in + i)] += v * v;
         }
       }
+      const auto row = static_cast<std::size_t>(c * m.k + kk);
+      if (imitate && count) {
+        m.demo_x.insert(m.demo_x.end(), m.x.begin(), m.x.end());
+        m.demo_a.push_back(m.teacher_actions[row]);
+      }
+      if (imitate && m.iteration == 0) {
+        actions[row] = m.teacher_actions[row];
+        continue;
+      }
       m.standardise();
       m.forward(w, m.xn.data(), m.out.data());
-      actions[static_cast<std::size_t>(c * m.k + kk)] =
-          static_cast<int>(std::max_element(m.out.begin(), m.out.end()) - m.out.begin());
+      actions[row] = static_cast<int>(std::max_element(m.out.begin(), m.out.end()) - m.out.begin());
     }
   }
 }
 
 void Es::set_training(bool training) {
   // Acting alone (evaluation, export) works with any number of copies; training needs pairs.
-  if (training) require_copy_groups(name(), kCopyGroup, impl_->e);
-  impl_->training = training;
+  auto& m = *impl_;
+  if (training) require_copy_groups(name(), kCopyGroup, m.e);
+  if (training && m.imitating() && !m.teacher) {
+    MARLSCHED_CHECK(m.make_teacher, "--es-imitate without a teacher");
+    m.teacher = m.make_teacher();
+    MARLSCHED_REQUIRE(!m.teacher->needs_every_agent() || m.k == m.n,
+                      "--es-imitate " << m.cfg.imitate
+                                      << " plans for every site at once: train with one rank "
+                                         "holding every agent (mpirun -n 1 --agents-per-rank "
+                                      << m.n << ")");
+  }
+  m.training = training;
 }
 
 const std::vector<float>& Es::last_log_probs() const {
@@ -287,7 +397,17 @@ UpdateStats Es::update(const PolicyInput&) {
   const double dsd = std::sqrt(sq / b);
   double step_sq = 0;
   const std::size_t p = m.params();
-  if (dsd > 0) {
+  if (m.imitating()) {  // a DAgger round: fit θ to every label so far, no ES step
+    if (m.cfg.normalize) m.refresh_normalisation();
+    const std::vector<float> before = m.theta;
+    m.fit_imitation();
+    for (std::size_t i = 0; i < p; ++i)
+      step_sq += static_cast<double>(m.theta[i] - before[i]) * (m.theta[i] - before[i]);
+    if (m.iteration + 1 == m.cfg.imitate_iterations) {  // the labels are no longer needed
+      std::vector<float>().swap(m.demo_x);
+      std::vector<std::int32_t>().swap(m.demo_a);
+    }
+  } else if (dsd > 0) {
     std::vector<double> step(p, 0.0);
     for (int j : order) {
       const double w = m.cfg.lr * d[static_cast<std::size_t>(j)] / (b * dsd);
@@ -306,7 +426,8 @@ UpdateStats Es::update(const PolicyInput&) {
     fmean += f / m.e;
     fmax = std::max(fmax, f);
   }
-  st.values = {fmean, fmax, dsd, static_cast<double>(nonzero) / P, std::sqrt(step_sq)};
+  st.values = {
+      fmean, fmax, dsd, static_cast<double>(nonzero) / P, std::sqrt(step_sq), m.imitation_accuracy};
   m.iteration += 1;
   m.ready = false;
   std::fill(m.fitness.begin(), m.fitness.end(), 0.0);
@@ -317,11 +438,10 @@ UpdateStats Es::update(const PolicyInput&) {
 }
 
 const std::vector<StatName>& Es::stat_names() const {
-  static const std::vector<StatName> names = {{"return_mean", "es/return_mean"},
-                                              {"return_max", "es/return_max"},
-                                              {"diff_sd", "es/diff_sd"},
-                                              {"diff_nonzero", "es/diff_nonzero"},
-                                              {"step_norm", "es/step_norm"}};
+  static const std::vector<StatName> names = {
+      {"return_mean", "es/return_mean"}, {"return_max", "es/return_max"},
+      {"diff_sd", "es/diff_sd"},         {"diff_nonzero", "es/diff_nonzero"},
+      {"step_norm", "es/step_norm"},     {"imitation_accuracy", "es/imitation_accuracy"}};
   return names;
 }
 
@@ -346,6 +466,14 @@ void Es::save(const std::string& path) const {
            torch::from_blob(const_cast<double*>(m.moments.data()),
                             {static_cast<std::int64_t>(m.moments.size())}, torch::kFloat64)
                .clone());
+  // Within the DAgger rounds, their labels so far (a resume goes on with the same data).
+  if (!m.demo_a.empty()) {
+    ar.write("demo_x", float_tensor(m.demo_x));
+    ar.write("demo_a", torch::from_blob(const_cast<std::int32_t*>(m.demo_a.data()),
+                                        {static_cast<std::int64_t>(m.demo_a.size())}, torch::kInt32)
+                           .clone());
+  }
+  ar.write("imitation_accuracy", torch::tensor({m.imitation_accuracy}, torch::kFloat64));
   std::ostringstream bytes;
   ar.save_to(bytes);
   write_file(path, bytes.str());
@@ -398,6 +526,22 @@ void Es::load_impl(const std::string& path) {
   std::copy(mo.data_ptr<double>(), mo.data_ptr<double>() + mo.numel(), m.moments.begin());
   for (float v : m.theta)
     MARLSCHED_REQUIRE(std::isfinite(v), "model '" << path << "' holds a non-finite parameter");
+  m.demo_x.clear();
+  m.demo_a.clear();
+  torch::Tensor dx, da, acc;
+  if (ar.try_read("demo_a", da) && ar.try_read("demo_x", dx)) {
+    da = da.contiguous();
+    dx = dx.contiguous();
+    MARLSCHED_REQUIRE(da.scalar_type() == torch::kInt32 && dx.scalar_type() == torch::kFloat32 &&
+                          dx.numel() == da.numel() * m.in,
+                      "model '" << path << "': its imitation labels do not match its layout");
+    m.demo_a.assign(da.data_ptr<std::int32_t>(), da.data_ptr<std::int32_t>() + da.numel());
+    m.demo_x.assign(dx.data_ptr<float>(), dx.data_ptr<float>() + dx.numel());
+    for (std::int32_t a : m.demo_a)
+      MARLSCHED_REQUIRE(a >= 0 && a < m.na, "model '" << path << "': an imitation label " << a
+                                                      << " outside the " << m.na << " actions");
+  }
+  if (ar.try_read("imitation_accuracy", acc)) m.imitation_accuracy = acc.item<double>();
   m.refresh_normalisation();
   m.ready = false;
 }

@@ -25,11 +25,19 @@
 ///   with the largest |d_j| (ARS's top-b, ranked by the paired difference instead of the
 ///   better return, which common random numbers make comparable across pairs). Every rank
 ///   computes the same step from the same allreduced returns, so θ stays bitwise identical.
+/// * Imitation, then improvement (--es-imitate NAME --es-imitate-iterations K, linear policy):
+///   the first K iterations are DAgger rounds instead of ES steps. Every copy acts with the
+///   teacher (round 0) or with θ (later rounds) while the teacher labels every state visited;
+///   after each round θ is fitted to all labels so far (softmax cross-entropy with weight decay,
+///   full-batch Adam, gradients summed over ranks so that θ stays identical), then ES improves
+///   it. A teacher that needs every agent (the MPC) needs one rank holding every agent.
 /// Statistics: return_mean and return_max (F over the population), diff_sd (sd of the used
 /// d_j), diff_nonzero (share of pairs whose two policies scored differently: the rest saw no
-/// decision change), step_norm (|Δθ|).
+/// decision change), step_norm (|Δθ|), imitation_accuracy (share of the labelled states where
+/// θ's action is the teacher's, after the last DAgger round; 0 without one).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +56,11 @@ struct EsConfig {
   bool normalize = true;    ///< inputs standardised by running moments (ARS V2)
   /// Standard deviation of the initial output-layer weights (hidden layers: 1/√fan-in; biases 0).
   double init_scale = 0.01;
+  /// Imitation, then improvement: a baseline of the env (a teacher) whose actions the linear
+  /// policy first fits by DAgger over `imitate_iterations` iterations (empty: none).
+  std::string imitate;
+  int imitate_iterations = 0;
+  double imitate_l2 = 1e-3;  ///< weight decay of the fit (keeps θ at the scale σ explores)
 
   void bind(OptionBinder& b);
   void validate() const;
@@ -57,8 +70,10 @@ struct EsConfig {
 
 class Es final : public Learner {
  public:
+  /// Makes the teacher of --es-imitate (called when training starts; null without one).
+  using TeacherMaker = std::function<std::unique_ptr<Policy>()>;
   Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-     int first_agent, int local_agents, int copies, std::uint64_t seed);
+     int first_agent, int local_agents, int copies, std::uint64_t seed, TeacherMaker teacher = {});
   ~Es() override;
 
   std::string name() const override { return "es"; }

@@ -35,12 +35,27 @@ learns dqn --algo dqn --iterations 60
 learns masac --algo masac --iterations 60
 learns maddpg --algo maddpg --iterations 60
 learns es --algo es --iterations 400
+# Imitation, then improvement: three DAgger rounds from the optimal follow-leader teacher are
+# enough (labels from both ranks, θ fitted with gradients summed over the ranks).
+learns es-imitate --algo es --es-imitate follow-leader --es-imitate-iterations 3 --iterations 3
+grep -q "parameters identical on all ranks: yes" es-imitate.log || fail "es-imitate: parameters differ across ranks"
 
 for algo in mappo ippo dqn masac maddpg es; do
   rm -rf straight crashed
   kill_resume_matches "$algo" 1:7 "${COMMON[@]}" --algo "$algo" --iterations 10 --eval-episodes 1
   pass "$algo: killed at iteration 7 and resumed, the metrics equal the uninterrupted run's"
 done
+rm -rf straight crashed
+# Killed within the DAgger rounds: the checkpoint carries the labels so far.
+kill_resume_matches "es with imitation" 1:7 "${COMMON[@]}" --algo es --es-imitate follow-leader \
+  --es-imitate-iterations 8 --iterations 10 --eval-episodes 1
+pass "es with imitation: killed in the DAgger rounds and resumed, the metrics equal the uninterrupted run's"
+expect_error "a teacher that plans every site, at 2 ranks" 2 "--es-imitate mpc plans for every site at once: train with one rank holding every agent (mpirun -n 1 --agents-per-rank 4)" -- \
+  mpi 2 "$BIN" train --algo es --agents-per-rank 2 --es-imitate mpc --es-imitate-iterations 1 --iterations 1 --run-dir mpc2 --quiet
+expect_error "a teacher the env lacks" 2 "unknown baseline 'mpc' for env coop" -- \
+  "$BIN" train --env coop --algo es --agents-per-rank 4 --es-imitate mpc --es-imitate-iterations 1 --iterations 1 --run-dir mpc3 --quiet
+expect_error "a teacher without rounds" 2 "--es-imitate and --es-imitate-iterations go together" -- \
+  "$BIN" train --algo es --agents-per-rank 4 --es-imitate mpc --iterations 1 --run-dir mpc4 --quiet
 rm -rf straight crashed
 kill_resume_matches "pooled-critic MAPPO" 1:7 "${COMMON[@]}" --critic pooled --iterations 10 --eval-episodes 1
 pass "pooled-critic MAPPO: killed and resumed, the metrics equal the uninterrupted run's"

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The geodc ladder: every rung (sites), every protocol, the baselines (MPC included), the bracket
+# on the optimum, and the project's learners over SEEDS training seeds, aggregated per cell with
+# `marlsched compare` into OUT/ladder.md.
+#   bash bench/ladder.sh SEEDS OUT [RUNG...]      e.g. bash bench/ladder.sh 5 runs/ladder 4 8 32
+# Rungs (default 4 8 32 128): 4 = launch/configs/main.toml's sites; more = those four zones
+# replicated (--replicate-sites) with 3 ring neighbours per site. Protocols:
+#   synthetic  trained and evaluated on synthetic traces (held-out episodes, eval seed 1000);
+#   own-grid   trained on the real 2023 traces of ../shared/data for January-June, evaluated on
+#              July-December of the same zones (the user's own grid);
+#   zero-shot  the synthetic-trained policy evaluated on July-December of the real traces.
+# Learners (LADDER_LEARNERS, default "es es-mpc"): es = the main job's ES; es-mpc = the same
+# warm-started by imitating the mpc baseline (--es-imitate mpc, 5 DAgger rounds).
+# Everything runs on one rank (the MPC plans for every site at once, and its teacher needs them
+# all); LADDER_ITERS_<RUNG> overrides a rung's ES iterations; LADDER_BRACKET_MAX (default 32)
+# is the largest rung whose evaluations bracket the optimum (LP bound and hindsight schedule).
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: bash bench/ladder.sh SEEDS OUT [RUNG...]" >&2; exit 2; }
+SEEDS=$1 OUT=$2
+shift 2
+[[ "$SEEDS" =~ ^[1-9][0-9]*$ ]] || { echo "ladder.sh: SEEDS must be a positive integer, got '$SEEDS'" >&2; exit 2; }
+RUNGS=("$@")
+[ ${#RUNGS[@]} -gt 0 ] || RUNGS=(4 8 32 128)
+for r in "${RUNGS[@]}"; do
+  [[ "$r" =~ ^[1-9][0-9]*$ ]] && [ "$r" -ge 4 ] || { echo "ladder.sh: a rung is a site count >= 4, got '$r'" >&2; exit 2; }
+done
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+source "$HERE/launch/env.sh"
+BIN=${MARLSCHED_BIN:-$MARLSCHED_BUILD/launch/marlsched}
+[ -x "$BIN" ] || { echo "ladder.sh: no $BIN (build first: bash launch/build.sh)" >&2; exit 2; }
+DATA=${MARLSCHED_DATA:-$HERE/../shared/data}
+ZONES=(US-CAL-CISO DE-LU SG JP-TK)
+PROTOCOLS=(synthetic)
+if [ -d "$DATA/carbon_intensity" ] && [ -d "$DATA/electricity_prices" ]; then
+  PROTOCOLS+=(own-grid zero-shot)
+else
+  echo "ladder.sh: no $DATA/{carbon_intensity,electricity_prices}: the own-grid and zero-shot protocols are skipped"
+fi
+carbon=() price=()
+for z in "${ZONES[@]}"; do
+  carbon+=("$DATA/carbon_intensity/${z}_2023_hourly.csv")
+  price+=("$DATA/electricity_prices/${z}_electricity_prices_2023.csv")
+done
+REAL=(--carbon-files "${carbon[@]}" --price-files "${price[@]}")
+FIRST_HALF=(--trace-start "2023-01-01 00:00" --trace-days 180)
+SECOND_HALF=(--trace-start "2023-07-01 00:00" --trace-days 183)
+read -r -a LEARNERS <<< "${LADDER_LEARNERS:-es es-mpc}"
+BRACKET_MAX=${LADDER_BRACKET_MAX:-32}
+mkdir -p "$OUT"
+START=$(date +%s)
+
+rung_flags() {  # the env and run options of a rung
+  local n=$1
+  echo --config "$HERE/launch/configs/main.toml" --agents-per-rank "$n"
+  [ "$n" -gt 4 ] && echo --replicate-sites --site-neighbours 3
+  local it=LADDER_ITERS_$n
+  if [ -n "${!it:-}" ]; then echo --iterations "${!it}"
+  elif [ "$n" -ge 128 ]; then echo --iterations 300
+  elif [ "$n" -ge 32 ]; then echo --iterations 1000
+  fi
+}
+learner_flags() {
+  case $1 in
+    es) ;;
+    es-mpc) echo --es-imitate mpc --es-imitate-iterations 5 ;;
+    *) echo "ladder.sh: unknown learner '$1' (es, es-mpc)" >&2; exit 2 ;;
+  esac
+}
+# An evaluation's rows, the learned one named after its learner (every learner's row is
+# "es (greedy)", and compare pools rows of one name as seeds of one policy).
+label() {
+  local dir=$1 name=$2
+  sed -i "s/^es (greedy),/$name,/" "$dir/eval-episodes.csv"
+}
+
+{
+  echo "| sites | protocol | strongest baseline | its mean | learner | seeds | mean | Δ [95 % bootstrap] | Δ t over seeds | P(improvement) | oracle gap | hindsight gap | training s (1 core) |"
+  echo "|--:|:--|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|"
+} > "$OUT/ladder.md"
+
+for n in "${RUNGS[@]}"; do
+  read -r -a RF <<< "$(rung_flags "$n" | tr '\n' ' ')"
+  bound=(--eval-bound)
+  [ "$n" -le "$BRACKET_MAX" ] || bound=(--no-eval-bound)
+  for p in "${PROTOCOLS[@]}"; do
+    cells=()
+    for l in "${LEARNERS[@]}"; do
+      read -r -a LF <<< "$(learner_flags "$l" | tr '\n' ' ')"
+      for k in $(seq 1 "$SEEDS"); do
+        train_p=$p; [ "$p" = zero-shot ] && train_p=synthetic
+        run="$OUT/$n/$train_p/$l/seed-$k"
+        if [ ! -f "$run/model-rank-0.pt" ]; then
+          echo "== $n sites, $train_p, $l, seed $k: training"
+          tflags=()
+          [ "$train_p" = own-grid ] && tflags=("${REAL[@]}" "${FIRST_HALF[@]}")
+          mkdir -p "$(dirname "$run")"
+          t0=$(date +%s.%N)
+          "$BIN" train "${RF[@]}" "${LF[@]}" "${tflags[@]}" --seed "$k" --run-dir "$run" --force \
+            --quiet --no-eval-after --no-tensorboard > "$run.log" 2>&1 || { tail -5 "$run.log"; exit 1; }
+          echo "$(date +%s.%N) $t0" | awk '{printf "%.1f\n", $1 - $2}' > "$run.train-seconds"
+        fi
+        ev="$OUT/$n/$p/$l/eval-$k"
+        if [ ! -f "$ev/eval-episodes.csv" ]; then
+          eflags=()
+          [ "$p" != synthetic ] && eflags=("${REAL[@]}" "${SECOND_HALF[@]}")
+          # Baselines and the bracket once per cell (they are the same for every run).
+          first=0; [ "$k" = 1 ] && [ "$l" = "${LEARNERS[0]}" ] && first=1
+          if [ $first = 1 ]; then bflags=("${bound[@]}"); else bflags=(--no-eval-bound --baselines local-only); fi
+          echo "== $n sites, $p, $l, seed $k: evaluating"
+          mkdir -p "$(dirname "$ev")"
+          "$BIN" eval --model "$run" "${eflags[@]}" "${bflags[@]}" --out "$ev" > "$ev.log" 2>&1 ||
+            { tail -5 "$ev.log"; exit 1; }
+          label "$ev" "$l"
+        fi
+        cells+=("$ev")
+      done
+    done
+    cmp="$OUT/$n/$p/compare"
+    "$BIN" compare "${cells[@]}" --out "$cmp" > /dev/null
+    # One line per learner: the cell's strongest baseline and the learner against it.
+    /usr/bin/python3 - "$cmp/comparison.csv" "$n" "$p" "$OUT/$n" "$SEEDS" "$train_p" >> "$OUT/ladder.md" <<'EOF'
+import csv, sys, statistics
+path, n, p, root, seeds, train_p = sys.argv[1:]
+rows = list(csv.DictReader(open(path)))
+heur = [r for r in rows if r["kind"] == "heuristic"]
+best = max(heur, key=lambda r: float(r["mean"])) if heur else None
+f = lambda v, d=2: ("%.*f" % (d, float(v))) if v not in ("", None) else "–"
+for r in rows:
+    if r["kind"] != "learned":
+        continue
+    secs = []
+    for k in range(1, int(seeds) + 1):
+        try:
+            secs.append(float(open(f"{root}/{train_p}/{r['policy']}/seed-{k}.train-seconds").read()))
+        except OSError:
+            pass
+    d = r.get("diff_vs_best_heuristic", "")
+    print(f"| {n} | {p} | {best['policy'] if best else '–'} | {f(best['mean']) if best else '–'} | {r['policy']} | {r['seeds']} | {f(r['mean'])} | "
+          f"{f(d)} [{f(r['diff_ci95_lo'])}, {f(r['diff_ci95_hi'])}] | [{f(r['diff_t95_lo'])}, {f(r['diff_t95_hi'])}] | {f(r['p_improvement'], 3)} | "
+          f"{f(r['oracle_gap_pct'], 1)} % | {f(r['hindsight_gap_pct'], 1)} % | {statistics.mean(secs):.0f} |" if secs else "")
+EOF
+  done
+done
+echo "ladder: $(( $(date +%s) - START )) s; the table is $OUT/ladder.md"
+cat "$OUT/ladder.md"
