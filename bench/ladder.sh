@@ -9,8 +9,11 @@
 #   own-grid   trained on the real 2023 traces of ../shared/data for January-June, evaluated on
 #              July-December of the same zones (the user's own grid);
 #   zero-shot  the synthetic-trained policy evaluated on July-December of the real traces.
-# Learners (LADDER_LEARNERS, default "es es-mpc"): es = the main job's ES; es-mpc = the same
-# warm-started by imitating the mpc baseline (--es-imitate mpc, 5 DAgger rounds).
+# Learners (LADDER_LEARNERS, default "es es-mpc mappo-mpc"): es = the main job's ES; es-mpc =
+# the same warm-started by imitating the mpc baseline (--es-imitate mpc, 5 DAgger rounds);
+# mappo-mpc = MAPPO with its centralized critic, 4 copies, 200 updates whose actor loss adds the
+# mpc's cross-entropy, weight 5 falling to 0 (--imitate mpc); evaluated on the ES's 32 copies
+# so that every learner meets the same episodes.
 # Everything runs on one rank (the MPC plans for every site at once, and its teacher needs them
 # all); LADDER_ITERS_<RUNG> overrides a rung's ES iterations; LADDER_BRACKET_MAX (default 32)
 # is the largest rung whose evaluations bracket the optimum (LP bound and hindsight schedule).
@@ -44,7 +47,7 @@ done
 REAL=(--carbon-files "${carbon[@]}" --price-files "${price[@]}")
 FIRST_HALF=(--trace-start "2023-01-01 00:00" --trace-days 180)
 SECOND_HALF=(--trace-start "2023-07-01 00:00" --trace-days 183)
-read -r -a LEARNERS <<< "${LADDER_LEARNERS:-es es-mpc}"
+read -r -a LEARNERS <<< "${LADDER_LEARNERS:-es es-mpc mappo-mpc}"
 BRACKET_MAX=${LADDER_BRACKET_MAX:-32}
 mkdir -p "$OUT"
 START=$(date +%s)
@@ -53,30 +56,37 @@ rung_flags() {  # the env and run options of a rung
   local n=$1
   echo --config "$HERE/launch/configs/main.toml" --agents-per-rank "$n"
   [ "$n" -gt 4 ] && echo --replicate-sites --site-neighbours 3
-  local it=LADDER_ITERS_$n
+  return 0
+}
+es_iterations() {  # the ES iterations of a rung (main.toml's 2000 up to 8 sites)
+  local n=$1 it=LADDER_ITERS_$1
   if [ -n "${!it:-}" ]; then echo --iterations "${!it}"
   elif [ "$n" -ge 128 ]; then echo --iterations 300
   elif [ "$n" -ge 32 ]; then echo --iterations 1000
   fi
 }
-learner_flags() {
+learner_flags() {  # a learner's training options at rung $2
   case $1 in
-    es) ;;
-    es-mpc) echo --es-imitate mpc --es-imitate-iterations 5 ;;
-    *) echo "ladder.sh: unknown learner '$1' (es, es-mpc)" >&2; exit 2 ;;
+    es) es_iterations "$2" ;;
+    es-mpc) es_iterations "$2"; echo --es-imitate mpc --es-imitate-iterations 5 ;;
+    mappo-mpc) echo --algo mappo --envs-per-rank 4 --iterations 200 --imitate mpc \
+      --imitate-iterations 200 --imitate-coef 5 ;;
+    *) echo "ladder.sh: unknown learner '$1' (es, es-mpc, mappo-mpc)" >&2; exit 2 ;;
   esac
+}
+eval_flags() {  # a learner's evaluation options: main.toml's 32 copies, the episodes of every row
+  case $1 in
+    mappo-mpc) echo --envs-per-rank 32 ;;
+  esac
+  return 0
 }
 # An evaluation's rows, the learned one named after its learner (every learner's row is
 # "es (greedy)", and compare pools rows of one name as seeds of one policy).
 label() {
   local dir=$1 name=$2
-  sed -i "s/^es (greedy),/$name,/" "$dir/eval-episodes.csv"
+  sed -i -E "s/^(es|mappo) \(greedy\),/$name,/" "$dir/eval-episodes.csv"
 }
 
-{
-  echo "| sites | protocol | strongest baseline | its mean | learner | seeds | mean | Δ [95 % bootstrap] | Δ t over seeds | P(improvement) | oracle gap | hindsight gap | training s (1 core) |"
-  echo "|--:|:--|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|"
-} > "$OUT/ladder.md"
 
 for n in "${RUNGS[@]}"; do
   read -r -a RF <<< "$(rung_flags "$n" | tr '\n' ' ')"
@@ -85,7 +95,8 @@ for n in "${RUNGS[@]}"; do
   for p in "${PROTOCOLS[@]}"; do
     cells=()
     for l in "${LEARNERS[@]}"; do
-      read -r -a LF <<< "$(learner_flags "$l" | tr '\n' ' ')"
+      read -r -a LF <<< "$(learner_flags "$l" "$n" | tr '\n' ' ')"
+      read -r -a EF <<< "$(eval_flags "$l" | tr '\n' ' ')"
       for k in $(seq 1 "$SEEDS"); do
         train_p=$p; [ "$p" = zero-shot ] && train_p=synthetic
         run="$OUT/$n/$train_p/$l/seed-$k"
@@ -108,7 +119,7 @@ for n in "${RUNGS[@]}"; do
           if [ $first = 1 ]; then bflags=("${bound[@]}"); else bflags=(--no-eval-bound --baselines local-only); fi
           echo "== $n sites, $p, $l, seed $k: evaluating"
           mkdir -p "$(dirname "$ev")"
-          "$BIN" eval --model "$run" "${eflags[@]}" "${bflags[@]}" --out "$ev" > "$ev.log" 2>&1 ||
+          "$BIN" eval --model "$run" "${EF[@]}" "${eflags[@]}" "${bflags[@]}" --out "$ev" > "$ev.log" 2>&1 ||
             { tail -5 "$ev.log"; exit 1; }
           label "$ev" "$l"
         fi
@@ -118,7 +129,7 @@ for n in "${RUNGS[@]}"; do
     cmp="$OUT/$n/$p/compare"
     "$BIN" compare "${cells[@]}" --out "$cmp" > /dev/null
     # One line per learner: the cell's strongest baseline and the learner against it.
-    /usr/bin/python3 - "$cmp/comparison.csv" "$n" "$p" "$OUT/$n" "$SEEDS" "$train_p" >> "$OUT/ladder.md" <<'EOF'
+    /usr/bin/python3 - "$cmp/comparison.csv" "$n" "$p" "$OUT/$n" "$SEEDS" "$train_p" > "$OUT/$n/$p/rows.md" <<'EOF'
 import csv, sys, statistics
 path, n, p, root, seeds, train_p = sys.argv[1:]
 rows = list(csv.DictReader(open(path)))
@@ -141,5 +152,16 @@ for r in rows:
 EOF
   done
 done
+# The table: every cell measured in OUT so far, by rung and protocol.
+{
+  echo "| sites | protocol | strongest baseline | its mean | learner | seeds | mean | Δ [95 % bootstrap] | Δ t over seeds | P(improvement) | oracle gap | hindsight gap | training s (1 core) |"
+  echo "|--:|:--|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|"
+  for d in $(ls -d "$OUT"/*/ | xargs -n1 basename | grep -E '^[0-9]+$' | sort -n); do
+    for p in synthetic own-grid zero-shot; do
+      [ -f "$OUT/$d/$p/rows.md" ] && grep -v '^$' "$OUT/$d/$p/rows.md"
+    done
+  done
+  true
+} > "$OUT/ladder.md"
 echo "ladder: $(( $(date +%s) - START )) s; the table is $OUT/ladder.md"
 cat "$OUT/ladder.md"
