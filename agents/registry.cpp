@@ -8,6 +8,7 @@
 #include "agents/nn.hpp"
 #include "agents/offline/offline.hpp"
 #include "core/error.hpp"
+#include "envs/baselines.hpp"
 
 namespace marlsched {
 
@@ -145,6 +146,16 @@ void LearnerConfigs::check_ranks(const std::string& algo, const EnvSpec& spec, i
                                  int ranks) const {
   const auto& e = entry(algo);
   if (e.check_ranks) e.check_ranks(*this, spec, num_agents, ranks);
+}
+
+void require_teacher_on_one_rank(const std::string& option, const std::string& teacher,
+                                 const EnvSpec& spec, int num_agents, int ranks) {
+  if (teacher.empty() || ranks == 1) return;
+  MARLSCHED_REQUIRE(!make_heuristic(teacher, spec, 0)->needs_every_agent(),
+                    option << " " << teacher
+                           << " plans for every site at once: train with one rank holding every "
+                              "agent (mpirun -n 1 --agents-per-rank "
+                           << num_agents << ")");
 }
 
 void LearnerConfigs::check_inputs(const std::string& algo, const EnvSpec& spec, int num_agents,

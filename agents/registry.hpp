@@ -159,6 +159,12 @@ std::vector<const T*> learners_as(const std::vector<const Learner*>& ranks) {
   return out;
 }
 
+/// A check_ranks for a learner that imitates a baseline (`option` names it, e.g. --imitate;
+/// empty `teacher`: none): ConfigError when the teacher plans for every agent at once (the MPC)
+/// and the agents are spread over more than one rank.
+void require_teacher_on_one_rank(const std::string& option, const std::string& teacher,
+                                 const EnvSpec& spec, int num_agents, int ranks);
+
 /// Every registered learner's name, in table order (register_learner's rows last).
 std::vector<std::string> learner_names();
 /// The named learner's one-line description (for `marlsched list`).

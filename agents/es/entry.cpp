@@ -41,13 +41,7 @@ LearnerEntry es() {
                  }};
   e.copy_group = Es::kCopyGroup;
   e.check_ranks = [](const LearnerConfigs& c, const EnvSpec& spec, int num_agents, int ranks) {
-    const auto& es = c.get<EsConfig>();
-    if (es.imitate.empty() || ranks == 1) return;
-    MARLSCHED_REQUIRE(!make_heuristic(es.imitate, spec, 0)->needs_every_agent(),
-                      "--es-imitate " << es.imitate
-                                      << " plans for every site at once: train with one rank "
-                                         "holding every agent (mpirun -n 1 --agents-per-rank "
-                                      << num_agents << ")");
+    require_teacher_on_one_rank("--es-imitate", c.get<EsConfig>().imitate, spec, num_agents, ranks);
   };
   return e;
 }

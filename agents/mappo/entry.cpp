@@ -43,6 +43,10 @@ LearnerEntry family(const std::string& name, bool central_critic, const std::str
         MappoConfig m = c.get<MappoConfig>();
         if (!central_critic) m.critic = "local";
         Mappo::check_model_layout(model, m, spec, n, k);
+      },
+      [](const LearnerConfigs& c, const EnvSpec& spec, int num_agents, int ranks) {
+        require_teacher_on_one_rank("--imitate", c.get<MappoConfig>().imitate, spec, num_agents,
+                                    ranks);
       }};
 }
 

@@ -52,6 +52,8 @@ kill_resume_matches "es with imitation" 1:7 "${COMMON[@]}" --algo es --es-imitat
 pass "es with imitation: killed in the DAgger rounds and resumed, the metrics equal the uninterrupted run's"
 expect_error "a teacher that plans every site, at 2 ranks" 2 "--es-imitate mpc plans for every site at once: train with one rank holding every agent (mpirun -n 1 --agents-per-rank 4)" -- \
   mpi 2 "$BIN" train --algo es --agents-per-rank 2 --es-imitate mpc --es-imitate-iterations 1 --iterations 1 --run-dir mpc2 --quiet
+expect_error "MAPPO's teacher that plans every site, at 2 ranks" 2 "--imitate mpc plans for every site at once: train with one rank holding every agent (mpirun -n 1 --agents-per-rank 4)" -- \
+  mpi 2 "$BIN" train --agents-per-rank 2 --imitate mpc --imitate-iterations 1 --iterations 1 --run-dir mpc5 --quiet
 expect_error "a teacher the env lacks" 2 "unknown baseline 'mpc' for env coop" -- \
   "$BIN" train --env coop --algo es --agents-per-rank 4 --es-imitate mpc --es-imitate-iterations 1 --iterations 1 --run-dir mpc3 --quiet
 expect_error "a teacher without rounds" 2 "--es-imitate and --es-imitate-iterations go together" -- \
