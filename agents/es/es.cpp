@@ -79,6 +79,7 @@ struct Es::Impl {
   std::vector<double> fitness;
   std::vector<char> finished;
   std::vector<float> logp, values, x, xn, h0, h1, out;  // out: one row's logits
+  std::vector<float> pre, shared;  // a row's first-layer pre-activations; a world's shared part
   // Imitation (--es-imitate): the teacher, its labels so far (raw inputs [sample][in] and
   // actions) and the accuracy of the last fit.
   Es::TeacherMaker make_teacher;
@@ -144,15 +145,25 @@ struct Es::Impl {
   std::size_t params() const { return theta.size(); }
   int pairs() const { return e / kCopyGroup; }
 
-  /// Logits of the network with parameters `w` for the standardised input `xi`, into `out`
-  /// (tanh hidden layers, linear output). Plain loops rather than torch or BLAS: every copy acts
-  /// with its own parameters, one input row at a time, and at these sizes (the default linear
-  /// policy is 8 dot products of 34) a library call costs more than the arithmetic.
-  void forward(const float* w, const float* xi, float* out) {
-    const float* src = xi;
+  /// Runs the layers after the first from its pre-activations `pre` (sizes[1] values) into
+  /// `out` (tanh hidden layers, linear output). Plain loops rather than torch or BLAS: every copy
+  /// acts with its own parameters, one row at a time, and at these sizes (the default linear
+  /// policy is 8 dot products) a library call costs more than the arithmetic.
+  void finish(const float* w, const float* pre, float* out) {
+    if (sizes.size() == 2) {
+      std::copy(pre, pre + na, out);
+      return;
+    }
+    const float* src = pre;
     for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
       const int fi = sizes[l], fo = sizes[l + 1];
       const bool last = l + 2 == sizes.size();
+      if (l == 0) {  // the first layer's activation
+        for (int o = 0; o < fo; ++o) h0[static_cast<std::size_t>(o)] = std::tanh(src[o]);
+        w += static_cast<std::size_t>(fo) * static_cast<std::size_t>(fi + 1);
+        src = h0.data();
+        continue;
+      }
       float* dst = last ? out : (src == h0.data() ? h1.data() : h0.data());
       const float* b = w + static_cast<std::size_t>(fo) * static_cast<std::size_t>(fi);
       for (int o = 0; o < fo; ++o) {
@@ -164,6 +175,87 @@ struct Es::Impl {
       w = b + fo;
       src = dst;
     }
+  }
+
+  /// Logits of the network with parameters `w` for the standardised input `xi`, into `out`:
+  /// the reference that act()'s shared-part evaluation must agree with (logits(), tests).
+  void forward(const float* w, const float* xi, float* out) {
+    const int fi = sizes[0], fo = sizes[1];
+    const float* b = w + static_cast<std::size_t>(fo) * static_cast<std::size_t>(fi);
+    pre.resize(static_cast<std::size_t>(fo));
+    for (int o = 0; o < fo; ++o) {
+      const float* row = w + static_cast<std::size_t>(o) * static_cast<std::size_t>(fi);
+      float acc = b[o];
+      for (int i = 0; i < fi; ++i) acc += row[i] * xi[i];
+      pre[static_cast<std::size_t>(o)] = acc;
+    }
+    finish(w, pre.data(), out);
+  }
+
+  /// The first layer's part that every agent of one world shares. agent_input() lays out the own
+  /// observation [d], every agent's public fields [n·pub] and the one-hot id [n]; all but the own
+  /// observation and the id's one entry are the same for every agent of a world, so the k local
+  /// agents share one product over them: into `shared`, the bias plus the weights of the public
+  /// fields and of the id (as if no agent were set) times their standardised values. With
+  /// `count`, adds the k rows' public and id inputs to this iteration's moments.
+  void shared_part(const float* w, const GlobalObs& g, bool count) {
+    const int fo = sizes[1];
+    const auto P = static_cast<std::size_t>(n) * static_cast<std::size_t>(pub);
+    const auto D = static_cast<std::size_t>(d), I = static_cast<std::size_t>(in);
+    for (int j = 0; j < n; ++j) {
+      const float* r = g.row(j);
+      for (int f = 0; f < pub; ++f) {
+        const auto u = D + static_cast<std::size_t>(j * pub + f);
+        xn[u] = cfg.normalize ? (r[f] - mu[u]) / sd[u] : r[f];
+        if (count) {
+          const double v = r[f];
+          pending[1 + u] += k * v;
+          pending[1 + I + u] += k * v * v;
+        }
+      }
+    }
+    for (std::size_t u = D + P; u < I; ++u) xn[u] = cfg.normalize ? -mu[u] / sd[u] : 0.f;
+    const float* b = w + static_cast<std::size_t>(fo) * I;
+    shared.resize(static_cast<std::size_t>(fo));
+    for (int o = 0; o < fo; ++o) {
+      const float* row = w + static_cast<std::size_t>(o) * I;
+      float acc = b[o];
+      for (std::size_t u = D; u < I; ++u) acc += row[u] * xn[u];
+      shared[static_cast<std::size_t>(o)] = acc;
+    }
+  }
+
+  /// Logits of local agent kk of a world into `out`, from shared_part()'s products and the
+  /// agent's own observation and id. With `count`, adds the own observation and the id to this
+  /// iteration's moments (and the row to their count).
+  void agent_logits(const float* w, const GlobalObs& g, int kk, bool count, float* out) {
+    const int fo = sizes[1], a = first + kk;
+    const auto D = static_cast<std::size_t>(d), I = static_cast<std::size_t>(in);
+    const float* own = g.row(a);
+    for (std::size_t u = 0; u < D; ++u) xn[u] = cfg.normalize ? (own[u] - mu[u]) / sd[u] : own[u];
+    const auto id = D + static_cast<std::size_t>(n) * static_cast<std::size_t>(pub) +
+                    static_cast<std::size_t>(a);
+    if (count) {
+      pending[0] += 1;
+      for (std::size_t u = 0; u < D; ++u) {
+        const double v = own[u];
+        pending[1 + u] += v;
+        pending[1 + I + u] += v * v;
+      }
+      pending[1 + id] += 1;
+      pending[1 + I + id] += 1;
+    }
+    // The id's entry is 1 for this agent: its standardised value minus the shared part's.
+    const float id_step = cfg.normalize ? 1.f / sd[id] : 1.f;
+    pre.resize(static_cast<std::size_t>(fo));
+    for (int o = 0; o < fo; ++o) {
+      const float* row = w + static_cast<std::size_t>(o) * I;
+      float acc = 0.f;
+      for (std::size_t u = 0; u < D; ++u) acc += row[u] * xn[u];
+      pre[static_cast<std::size_t>(o)] =
+          shared[static_cast<std::size_t>(o)] + acc + row[id] * id_step;
+    }
+    finish(w, pre.data(), out);
   }
 
   /// Standardises x into xn with the frozen moments.
@@ -296,27 +388,20 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
     const float* w =
         train && !imitate ? m.perturbed.data() + static_cast<std::size_t>(c) * p : m.theta.data();
     const bool count = train && !m.finished[static_cast<std::size_t>(c)];
+    const GlobalObs& g = in.global[static_cast<std::size_t>(c)];
+    m.shared_part(w, g, count);
     for (int kk = 0; kk < m.k; ++kk) {
-      nn::agent_input(in.global[static_cast<std::size_t>(c)], m.pub, m.first + kk, m.x.data());
-      if (count) {
-        m.pending[0] += 1;
-        for (int i = 0; i < m.in; ++i) {
-          const double v = m.x[static_cast<std::size_t>(i)];
-          m.pending[1 + static_cast<std::size_t>(i)] += v;
-          m.pending[1 + static_cast<std::size_t>(m.in + i)] += v * v;
-        }
-      }
       const auto row = static_cast<std::size_t>(c * m.k + kk);
       if (imitate && count) {
+        nn::agent_input(g, m.pub, m.first + kk, m.x.data());
         m.demo_x.insert(m.demo_x.end(), m.x.begin(), m.x.end());
         m.demo_a.push_back(m.teacher_actions[row]);
       }
+      m.agent_logits(w, g, kk, count, m.out.data());
       if (imitate && m.iteration == 0) {
         actions[row] = m.teacher_actions[row];
         continue;
       }
-      m.standardise();
-      m.forward(w, m.xn.data(), m.out.data());
       actions[row] = static_cast<int>(std::max_element(m.out.begin(), m.out.end()) - m.out.begin());
     }
   }

@@ -213,3 +213,60 @@ TEST(Es, OptionsAndCopiesAreValidated) {
   endless.episode_length = 0;
   EXPECT_THROW(Es(EsConfig{}, endless, self, 1, 0, 1, 2, 1), ConfigError);
 }
+
+// act() shares the first layer's product over the public fields and the id among a world's
+// agents; its greedy actions must be those of the reference forward (logits()) on every input,
+// linear or with a hidden layer, for a rank holding agents 2 and 3 of 4, once θ and the input
+// moments have moved away from their start.
+TEST(Es, ActMatchesTheReferenceForward) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  Bandit b;
+  const int n = 4, k = 2, first = 2, copies = 2;
+  for (const std::vector<int>& hidden : {std::vector<int>{}, std::vector<int>{5}}) {
+    EsConfig c = small();
+    c.hidden = hidden;
+    c.init_scale = 1.0;
+    Es l(c, b.spec, self, n, first, k, copies, 11);
+    Rng r(5);
+    std::vector<float> obs(static_cast<std::size_t>(n * b.spec.obs_dim()));
+    auto draw = [&] {
+      for (auto& v : obs) v = static_cast<float>(3.0 * r.normal() + 1.0);
+    };
+    auto input = [&](int cs) {
+      PolicyInput in = test::one_copy_input(b.spec, obs, n, 0, k, first);
+      in.copies = cs;
+      in.global.assign(static_cast<std::size_t>(cs), in.global[0]);
+      in.episode_step.assign(static_cast<std::size_t>(cs), 0);
+      return in;
+    };
+    std::vector<int> a;
+    for (int it = 0; it < 2; ++it) {  // θ and the input moments move
+      l.set_training(true);
+      StepFeedback fb;
+      for (int s = 0; s < 4; ++s) {
+        draw();
+        l.act(input(copies), a);
+      }
+      fb.reward = {1.f, 0.f, 0.5f, 2.f};
+      fb.done = {1, 1};
+      fb.truncated = {1, 1};
+      fb.terminal.resize(2);
+      l.record(fb);
+      draw();
+      l.update(input(copies));
+    }
+    l.set_training(false);
+    for (int t = 0; t < 200; ++t) {
+      draw();
+      const auto in = input(1);
+      l.act(in, a);
+      ASSERT_EQ(a.size(), static_cast<std::size_t>(k));
+      for (int kk = 0; kk < k; ++kk) {
+        const auto lg = l.logits(in.global[0], kk);
+        EXPECT_EQ(a[static_cast<std::size_t>(kk)],
+                  std::max_element(lg.begin(), lg.end()) - lg.begin())
+            << "hidden " << hidden.size() << ", input " << t << ", agent " << first + kk;
+      }
+    }
+  }
+}
