@@ -62,6 +62,61 @@ static void BM_GeoDcStep(benchmark::State& state) {
 }
 BENCHMARK(BM_GeoDcStep)->Arg(4)->Arg(16)->Arg(64);
 
+// The layout of a training rank: `copies` independent worlds of n sites each (the ladder's
+// replicated zones, 3 ring neighbours above 4 sites), stepped in process with least-loaded.
+// This is the env's own rate at the scale ES trains it, cache effects of copies x sites
+// included: bench/es_rate.sh prints ES's training rate beside it.
+static void BM_GeoDcCopies(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0)), copies = static_cast<int>(state.range(1));
+  geodc::Config cfg;
+  cfg.replicate_sites = true;
+  cfg.keep_sites(static_cast<std::size_t>(n));
+  if (n > 4) cfg.neighbours = 3;
+  auto factory = find_env("geodc").make_factory(cfg, n);
+  const EnvSpec& spec = factory->spec();
+  std::vector<std::unique_ptr<Shard>> shards;
+  for (int c = 0; c < copies; ++c)
+    for (int a = 0; a < n; ++a) {
+      shards.push_back(factory->make_shard(a));
+      shards.back()->reset(static_cast<std::uint64_t>(c) + 1,
+                           static_cast<std::uint64_t>(c * n + a) + 2);
+    }
+  auto policy = make_heuristic("least-loaded", spec, 1);
+  const int d = spec.obs_dim();
+  std::vector<float> g(static_cast<std::size_t>(copies * n * d));
+  std::vector<int> actions;
+  std::vector<WorkRecord> out, all;
+  std::vector<std::uint64_t> episode(static_cast<std::size_t>(copies), 0);
+  for (auto _ : state) {
+    for (int c = 0; c < copies; ++c) {
+      float* gc = g.data() + static_cast<std::size_t>(c * n * d);
+      const auto at = [&](int a) -> Shard& { return *shards[static_cast<std::size_t>(c * n + a)]; };
+      for (int a = 0; a < n; ++a) at(a).observe(gc + a * d);
+      GlobalObs view{gc, n, d};
+      PolicyInput in{&spec, 1, n, 0, n, {view}, {0}, {0}, {}};
+      policy->act(in, actions);
+      all.clear();
+      bool done = false;
+      for (int a = 0; a < n; ++a) {
+        out.clear();
+        at(a).act(actions[static_cast<std::size_t>(a)], view, out);
+        done = at(a).advance().truncated;
+        all.insert(all.end(), out.begin(), out.end());
+      }
+      for (const auto& r : all) at(r.dest).receive(r);
+      if (done) {
+        const std::uint64_t ep = ++episode[static_cast<std::size_t>(c)];
+        for (int a = 0; a < n; ++a) at(a).reset(ep * 977 + c, ep * 131 + c * n + a);
+      }
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * n * copies);
+  state.counters["ns_per_agent_step"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * n * copies),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_GeoDcCopies)->Args({4, 32})->Args({32, 32})->Args({128, 32});
+
 namespace {
 /// One decision step of an event-driven env's shards in one process: observe, act, every
 /// exchange window with the work delivered in process, advance; resets at episode ends.

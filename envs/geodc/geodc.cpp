@@ -27,12 +27,6 @@ Shard::Shard(std::shared_ptr<const Config> cfg, std::shared_ptr<const EnvSpec> s
       pue_(cfg_.pue[static_cast<std::size_t>(site_index_)]),
       trace_start_hour_(trace_start_hour(cfg_)) {}
 
-int Shard::busy_gpus() const {
-  int b = 0;
-  for (const auto& j : running_) b += j.gpus;
-  return b;
-}
-
 std::string Shard::describe_inputs() const {
   // A step reads the hour's carbon intensity and price and looks 4 hours ahead; the message
   // names the largest magnitude of each series over those hours (and the hour before, the
@@ -113,6 +107,7 @@ void Shard::reset(std::uint64_t world_seed, std::uint64_t shard_seed) {
   discarded_ += static_cast<double>(queue_.size() + running_.size());
   queue_.clear();
   running_.clear();
+  busy_ = 0;
   pending_transfer_kwh_ = 0.0;
   // All shards of one world share the start hour (same world_seed): one global clock.
   start_hour_ =
@@ -257,6 +252,7 @@ void Shard::act(int action, const GlobalObs& /*global*/, std::vector<WorkRecord>
     if (may_start && j.gpus <= free_gpus) {
       free_gpus -= j.gpus;
       running_.push_back(j);
+      busy_ += j.gpus;
       continue;
     }
     const bool forward = target != agent_ && j.hops < cfg_.max_hops && (defer ? !urgent : true);
@@ -282,17 +278,11 @@ StepOutcome Shard::advance() {
   const auto h = epoch_hour();
   const int busy = busy_gpus();
   double watts = (capacity_ - busy) * cfg_.idle_watts;
-  for (const auto& j : running_)
-    watts += j.gpus * cfg_.busy_watts[static_cast<std::size_t>(j.type)];
-  const double kwh = pue_ * watts / 1000.0 * cfg_.slot_hours() + pending_transfer_kwh_;
-  pending_transfer_kwh_ = 0.0;
-  const double cost = kwh * site_->price.at(h) / 1000.0;
-  const double carbon = kwh * site_->carbon.at(h) / 1000.0;
-  const double util = static_cast<double>(busy) / capacity_;
-
   double goodput = 0.0, viol_before = violations_;
+  int busy_after = 0;
   std::size_t still = 0;  // the jobs still running move to the front, in order
   for (auto& j : running_) {
+    watts += j.gpus * cfg_.busy_watts[static_cast<std::size_t>(j.type)];
     j.remaining -= 1;
     if (j.remaining == 0) {
       completed_ += 1;
@@ -309,8 +299,15 @@ StepOutcome Shard::advance() {
       violations_ += 1;
     }
     running_[still++] = j;
+    busy_after += j.gpus;
   }
   running_.resize(still);
+  busy_ = busy_after;
+  const double kwh = pue_ * watts / 1000.0 * cfg_.slot_hours() + pending_transfer_kwh_;
+  pending_transfer_kwh_ = 0.0;
+  const double cost = kwh * site_->price.at(h) / 1000.0;
+  const double carbon = kwh * site_->carbon.at(h) / 1000.0;
+  const double util = static_cast<double>(busy) / capacity_;
   for (auto& j : queue_) {
     // Earliest possible finish if it starts next slot (or when its transfer ends).
     const int start = std::max(t_ + 1, j.available);
@@ -376,6 +373,8 @@ void Shard::load_state(const std::vector<std::byte>& state) {
   auto r = shard_state_reader(state, "geodc shard state", kStateMagic, agent_, {&rng_});
   state_fields(*this, r);
   r.finish();
+  busy_ = 0;
+  for (const auto& j : running_) busy_ += j.gpus;
 }
 
 }  // namespace marlsched::geodc

@@ -158,7 +158,7 @@ class Shard final : public marlsched::Shard {
   const std::vector<Job>& queue() const { return queue_; }
   const std::vector<Job>& running() const { return running_; }
   int slot() const { return t_; }
-  int busy_gpus() const;
+  int busy_gpus() const { return busy_; }
   std::int64_t epoch_hour() const;
 
   /// Transfer time in slots from this site to `dest` for a job of `data_gb`.
@@ -209,6 +209,7 @@ class Shard final : public marlsched::Shard {
   std::int64_t trace_offset_ = 0;
   std::uint64_t serial_ = 0;
   std::vector<Job> queue_, running_;
+  int busy_ = 0;           ///< GPUs held by running_, kept with it (a sum over running_, not state)
   std::vector<Job> kept_;  ///< act()'s scratch for the queue it keeps (reused: no allocation)
   double pending_transfer_kwh_ = 0.0;
   /// observe()'s fields that depend on the epoch hour alone (the traces and the local clock),
