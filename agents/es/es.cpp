@@ -19,6 +19,10 @@ namespace marlsched {
 void EsConfig::bind(OptionBinder& b) {
   b.group("Agent: ES (augmented random search with common random numbers)");
   b.add("es-hidden", hidden, "hidden layer sizes of the policy (empty: linear, as ARS)");
+  b.add("es-actor", actor,
+        "policy input: agent (own observation, every site's public fields, the agent id; grows "
+        "with the agent count) or targets (one net scores each (mode, target) of the env's "
+        "targeted actions from the own observation and the target's features, e.g. geodc)");
   b.add("es-lr", lr, "step size α");
   b.add("es-sigma", sigma, "perturbation scale σ");
   b.add("es-top", top, "share of the directions (largest paired differences) used per update");
@@ -48,6 +52,8 @@ void EsConfig::validate() const {
                         << imitate << "' and " << imitate_iterations << ")");
   MARLSCHED_REQUIRE(imitate.empty() || hidden.empty(),
                     "--es-imitate fits a linear policy: leave --es-hidden empty");
+  MARLSCHED_REQUIRE(actor == "agent" || actor == "targets",
+                    "--es-actor must be agent or targets, got '" << actor << "'");
   MARLSCHED_REQUIRE(imitate_l2 >= 0 && std::isfinite(imitate_l2),
                     "--es-imitate-l2 must be >= 0, got " << imitate_l2);
 }
@@ -56,6 +62,9 @@ void EsConfig::check_env(const EnvSpec& spec) const {
   MARLSCHED_REQUIRE(spec.episode_length > 0, "es runs whole episodes per iteration; env '"
                                                  << spec.name
                                                  << "' declares no fixed episode length");
+  MARLSCHED_REQUIRE(actor != "targets" || spec.num_targets() > 0,
+                    "--es-actor targets needs an env with a targeted action space (geodc); '"
+                        << spec.name << "' has none: use --es-actor agent");
 }
 
 namespace {
@@ -65,6 +74,11 @@ constexpr std::uint64_t kEsStream = 0xE5;
 struct Es::Impl {
   EsConfig cfg;
   const dist::Comm& comm;
+  EnvSpec spec;
+  // --es-actor targets: T targets per agent, each scored from (own observation, target row of R
+  // values) into `modes` logits; `in` is then d + R, the width of one scored row.
+  bool per_target;
+  int T, R, modes;
   int n, first, k, e, d, pub, in, na;
   std::uint64_t seed;
   std::vector<int> sizes;        // in, hidden..., na
@@ -80,6 +94,7 @@ struct Es::Impl {
   std::vector<char> finished;
   std::vector<float> logp, values, x, xn, h0, h1, out;  // out: one row's logits
   std::vector<float> pre, shared;  // a row's first-layer pre-activations; a world's shared part
+  std::vector<float> mo;           // --es-actor targets: one target's mode outputs
   // Imitation (--es-imitate): the teacher, its labels so far (raw inputs [sample][in] and
   // actions) and the accuracy of the last fit.
   Es::TeacherMaker make_teacher;
@@ -95,22 +110,27 @@ struct Es::Impl {
   /// the current θ); every rank sums its gradient over the ranks, so θ stays identical.
   void fit_imitation();
 
-  Impl(const EsConfig& c, const dist::Comm& cm, const EnvSpec& spec, int n_, int first_, int k_,
+  Impl(const EsConfig& c, const dist::Comm& cm, const EnvSpec& spec_, int n_, int first_, int k_,
        int e_, std::uint64_t s)
       : cfg(c),
         comm(cm),
+        spec(spec_),
+        per_target(c.actor == "targets"),
+        T(per_target ? spec_.num_targets() : 1),
+        R(per_target ? nn::target_row_dim(spec_) : 0),
+        modes(per_target ? spec_.num_modes() : spec_.num_actions()),
         n(n_),
         first(first_),
         k(k_),
         e(e_),
-        d(spec.obs_dim()),
-        pub(spec.num_public),
-        in(nn::agent_input_dim(spec, n_)),
-        na(spec.num_actions()),
+        d(spec_.obs_dim()),
+        pub(spec_.num_public),
+        in(per_target ? spec_.obs_dim() + R : nn::agent_input_dim(spec_, n_)),
+        na(spec_.num_actions()),
         seed(s) {
     sizes.push_back(in);
     for (int h : cfg.hidden) sizes.push_back(h);
-    sizes.push_back(na);
+    sizes.push_back(modes);
     std::size_t p = 0;
     for (std::size_t l = 0; l + 1 < sizes.size(); ++l)
       p += static_cast<std::size_t>(sizes[l + 1]) * static_cast<std::size_t>(sizes[l] + 1);
@@ -133,13 +153,14 @@ struct Es::Impl {
     sd.assign(static_cast<std::size_t>(in), 1.f);
     fitness.assign(static_cast<std::size_t>(e), 0.0);
     finished.assign(static_cast<std::size_t>(e), 0);
-    x.resize(static_cast<std::size_t>(in));
-    xn.resize(x.size());
+    x.resize(static_cast<std::size_t>(per_target ? nn::target_input_dim(spec) : in));
+    xn.resize(static_cast<std::size_t>(in));
     int widest = na;
     for (int s2 : sizes) widest = std::max(widest, s2);
     h0.resize(static_cast<std::size_t>(widest));
     h1.resize(h0.size());
     out.resize(static_cast<std::size_t>(na));
+    mo.resize(static_cast<std::size_t>(modes));
   }
 
   std::size_t params() const { return theta.size(); }
@@ -151,7 +172,7 @@ struct Es::Impl {
   /// policy is 8 dot products) a library call costs more than the arithmetic.
   void finish(const float* w, const float* pre, float* out) {
     if (sizes.size() == 2) {
-      std::copy(pre, pre + na, out);
+      std::copy(pre, pre + sizes.back(), out);
       return;
     }
     const float* src = pre;
@@ -258,6 +279,27 @@ struct Es::Impl {
     finish(w, pre.data(), out);
   }
 
+  /// --es-actor targets: the logits (modes·T, the env's action order m·T + t) of the agent whose
+  /// target input (nn::target_input) is in `x`, one forward per target from its standardised
+  /// (own observation, target row); with `count`, adds the T rows to this iteration's moments.
+  void target_logits(const float* w, bool count, float* logits) {
+    const auto D = static_cast<std::size_t>(d), I = static_cast<std::size_t>(in);
+    for (int t = 0; t < T; ++t) {
+      const float* row = x.data() + D + static_cast<std::size_t>(t) * static_cast<std::size_t>(R);
+      for (std::size_t u = 0; u < I; ++u) {
+        const float raw = u < D ? x[u] : row[u - D];
+        xn[u] = cfg.normalize ? (raw - mu[u]) / sd[u] : raw;
+        if (count) {
+          pending[1 + u] += raw;
+          pending[1 + I + u] += static_cast<double>(raw) * raw;
+        }
+      }
+      if (count) pending[0] += 1;
+      forward(w, xn.data(), mo.data());
+      for (int md = 0; md < modes; ++md) logits[md * T + t] = mo[static_cast<std::size_t>(md)];
+    }
+  }
+
   /// Standardises x into xn with the frozen moments.
   void standardise() {
     for (int i = 0; i < in; ++i) {
@@ -312,17 +354,29 @@ Es::Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num
 }
 
 void Es::Impl::fit_imitation() {
+  // Action a scores unit u of a label's input with output row o of W: the agent input is one
+  // unit and a = o; with --es-actor targets each target's (own observation, row) is a unit and
+  // a = o·T + u.
   const std::size_t ns = demo_a.size();
   const auto I = static_cast<std::size_t>(in), A = static_cast<std::size_t>(na);
-  const std::size_t p = A * (I + 1);  // W [na][in], then b [na]: θ of the linear policy
+  const auto O = static_cast<std::size_t>(modes), U = static_cast<std::size_t>(T);
+  const std::size_t W = x.size(), D = static_cast<std::size_t>(d);
+  const std::size_t p = O * (I + 1);  // W [O][in], then b [O]: θ of the linear policy
   MARLSCHED_CHECK(p == theta.size(), "the imitation fit needs the linear policy");
   std::vector<double> w(theta.begin(), theta.end());
-  std::vector<double> g(A * (I + 1) + 2), m1(A * (I + 1)), m2(A * (I + 1));
-  std::vector<float> xs(ns * I);
+  std::vector<double> g(p + 2), m1(p), m2(p);
+  std::vector<float> xs(ns * U * I);
   for (std::size_t r = 0; r < ns; ++r)
-    for (std::size_t i = 0; i < I; ++i)
-      xs[r * I + i] = cfg.normalize ? (demo_x[r * I + i] - mu[i]) / sd[i] : demo_x[r * I + i];
+    for (std::size_t u = 0; u < U; ++u)
+      for (std::size_t i = 0; i < I; ++i) {
+        const float raw = !per_target || i < D
+                              ? demo_x[r * W + i]
+                              : demo_x[r * W + D + u * static_cast<std::size_t>(R) + (i - D)];
+        xs[(r * U + u) * I + i] = cfg.normalize ? (raw - mu[i]) / sd[i] : raw;
+      }
   std::vector<double> z(A);
+  auto unit = [&](std::size_t a) { return per_target ? a % U : 0; };
+  auto out_row = [&](std::size_t a) { return per_target ? a / U : a; };
   constexpr int kEpochs = 150;
   constexpr double kLr = 0.05, kB1 = 0.9, kB2 = 0.999;
   // Gradient of the summed cross-entropy over this rank's labels (and their count and the
@@ -330,22 +384,25 @@ void Es::Impl::fit_imitation() {
   auto gradient = [&] {
     std::fill(g.begin(), g.end(), 0.0);
     for (std::size_t r = 0; r < ns; ++r) {
-      const float* xr = xs.data() + r * I;
       double top = -1e300;
       std::size_t best = 0;
-      for (std::size_t o = 0; o < A; ++o) {
-        double acc = w[A * I + o];
+      for (std::size_t a = 0; a < A; ++a) {
+        const float* xr = xs.data() + (r * U + unit(a)) * I;
+        const std::size_t o = out_row(a);
+        double acc = w[O * I + o];
         for (std::size_t i = 0; i < I; ++i) acc += w[o * I + i] * xr[i];
-        z[o] = acc;
-        if (acc > top) top = acc, best = o;
+        z[a] = acc;
+        if (acc > top) top = acc, best = a;
       }
       double sum = 0;
-      for (std::size_t o = 0; o < A; ++o) sum += (z[o] = std::exp(z[o] - top));
+      for (std::size_t a = 0; a < A; ++a) sum += (z[a] = std::exp(z[a] - top));
       const auto y = static_cast<std::size_t>(demo_a[r]);
-      for (std::size_t o = 0; o < A; ++o) {
-        const double d = z[o] / sum - (o == y ? 1.0 : 0.0);
-        for (std::size_t i = 0; i < I; ++i) g[o * I + i] += d * xr[i];
-        g[A * I + o] += d;
+      for (std::size_t a = 0; a < A; ++a) {
+        const float* xr = xs.data() + (r * U + unit(a)) * I;
+        const std::size_t o = out_row(a);
+        const double dd = z[a] / sum - (a == y ? 1.0 : 0.0);
+        for (std::size_t i = 0; i < I; ++i) g[o * I + i] += dd * xr[i];
+        g[O * I + o] += dd;
       }
       g[p + 1] += best == y ? 1.0 : 0.0;
     }
@@ -356,7 +413,7 @@ void Es::Impl::fit_imitation() {
     gradient();
     const double count = std::max(1.0, g[p]);
     for (std::size_t j = 0; j < p; ++j) {
-      const double gj = g[j] / count + (j < A * I ? cfg.imitate_l2 * w[j] : 0.0);
+      const double gj = g[j] / count + (j < O * I ? cfg.imitate_l2 * w[j] : 0.0);
       m1[j] = kB1 * m1[j] + (1 - kB1) * gj;
       m2[j] = kB2 * m2[j] + (1 - kB2) * gj * gj;
       const double mh = m1[j] / (1 - std::pow(kB1, t)), vh = m2[j] / (1 - std::pow(kB2, t));
@@ -389,15 +446,21 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
         train && !imitate ? m.perturbed.data() + static_cast<std::size_t>(c) * p : m.theta.data();
     const bool count = train && !m.finished[static_cast<std::size_t>(c)];
     const GlobalObs& g = in.global[static_cast<std::size_t>(c)];
-    m.shared_part(w, g, count);
+    if (!m.per_target) m.shared_part(w, g, count);
     for (int kk = 0; kk < m.k; ++kk) {
       const auto row = static_cast<std::size_t>(c * m.k + kk);
-      if (imitate && count) {
+      if (m.per_target)
+        nn::target_input(m.spec, g, m.first + kk, m.x.data());
+      else if (imitate && count)
         nn::agent_input(g, m.pub, m.first + kk, m.x.data());
+      if (imitate && count) {
         m.demo_x.insert(m.demo_x.end(), m.x.begin(), m.x.end());
         m.demo_a.push_back(m.teacher_actions[row]);
       }
-      m.agent_logits(w, g, kk, count, m.out.data());
+      if (m.per_target)
+        m.target_logits(w, count, m.out.data());
+      else
+        m.agent_logits(w, g, kk, count, m.out.data());
       if (imitate && m.iteration == 0) {
         actions[row] = m.teacher_actions[row];
         continue;
@@ -544,6 +607,7 @@ void Es::save(const std::string& path) const {
   std::vector<std::int64_t> meta = {m.n, m.in, m.na, m.cfg.normalize ? 1 : 0};
   for (int h : m.cfg.hidden) meta.push_back(h);
   ar.write("es_meta", torch::tensor(meta));
+  if (m.per_target) ar.write("es_per_target", torch::tensor({std::int64_t{1}}));
   ar.write("iteration", torch::tensor({m.iteration}));
   nn::require_finite({float_tensor(m.theta)}, "model '" + path + "'");
   ar.write("theta", float_tensor(m.theta));
@@ -597,6 +661,12 @@ void Es::load_impl(const std::string& path) {
                     "model '" << path
                               << "' was trained with a different layout (agents, observation or "
                                  "action space, --es-hidden or --es-normalize)");
+  torch::Tensor pt;
+  const bool file_per_target = ar.try_read("es_per_target", pt);
+  MARLSCHED_REQUIRE(file_per_target == m.per_target, "model '"
+                                                         << path << "' was trained with --es-actor "
+                                                         << (file_per_target ? "targets" : "agent")
+                                                         << ", this run has " << m.cfg.actor);
   torch::Tensor it, th, mo;
   ar.read("iteration", it);
   ar.read("theta", th);
@@ -618,7 +688,7 @@ void Es::load_impl(const std::string& path) {
     da = da.contiguous();
     dx = dx.contiguous();
     MARLSCHED_REQUIRE(da.scalar_type() == torch::kInt32 && dx.scalar_type() == torch::kFloat32 &&
-                          dx.numel() == da.numel() * m.in,
+                          dx.numel() == da.numel() * static_cast<std::int64_t>(m.x.size()),
                       "model '" << path << "': its imitation labels do not match its layout");
     m.demo_a.assign(da.data_ptr<std::int32_t>(), da.data_ptr<std::int32_t>() + da.numel());
     m.demo_x.assign(dx.data_ptr<float>(), dx.data_ptr<float>() + dx.numel());
@@ -647,9 +717,14 @@ std::uint64_t Es::shared_parameter_digest() const {
 
 std::vector<float> Es::logits(const GlobalObs& g, int local_agent) const {
   auto& m = *impl_;
+  std::vector<float> out(static_cast<std::size_t>(m.na));
+  if (m.per_target) {
+    nn::target_input(m.spec, g, m.first + local_agent, m.x.data());
+    m.target_logits(m.theta.data(), false, out.data());
+    return out;
+  }
   nn::agent_input(g, m.pub, m.first + local_agent, m.x.data());
   m.standardise();
-  std::vector<float> out(static_cast<std::size_t>(m.na));
   m.forward(m.theta.data(), m.xn.data(), out.data());
   return out;
 }
@@ -664,7 +739,7 @@ void Es::export_torchscript(const std::vector<const Es*>& ranks, const std::stri
   const Impl& m = *ranks.front()->impl_;
   // The network with the standardisation folded into its first layer:
   // W (x − μ) / s + b = (W / s) x + (b − W μ / s).
-  nn::Mlp net(m.in, m.cfg.hidden, m.na, 1.0);
+  nn::Mlp net(m.in, m.cfg.hidden, m.modes, 1.0);
   {
     torch::NoGradGuard g;
     std::size_t off = 0;
@@ -695,8 +770,9 @@ void Es::export_torchscript(const std::vector<const Es*>& ranks, const std::stri
   }
   auto mod = nn::policy_module(m.n, m.d, m.pub, m.na, metadata);
   std::ostringstream src;
-  src << nn::script_agent_input() << nn::script_logits_head()
-      << nn::script_mlp(mod, "pi", net, "    ") << "    return out\n"
+  src << (m.per_target ? nn::script_target_input(mod, m.spec) : nn::script_agent_input())
+      << nn::script_logits_head() << nn::script_actor(mod, "pi", net, "    ", m.per_target)
+      << "    return out\n"
       << nn::script_greedy_policy("logits");
   nn::save_module(mod, src.str(), path);
 }

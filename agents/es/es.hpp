@@ -11,7 +11,10 @@
 ///   agent's input (own observation, every site's public fields, one-hot agent id), μ and s the
 ///   running mean and standard deviation of every input the training rollouts visited (ARS's V2
 ///   normalisation, frozen within an iteration). The net is linear by default (--es-hidden empty,
-///   ARS's static linear policy) or a tanh MLP. One parameter vector θ serves every agent.
+///   ARS's static linear policy) or a tanh MLP. One parameter vector θ serves every agent. With
+///   --es-actor targets the net instead scores every (mode, target) of a targeted action space
+///   from (own observation, target row), as MAPPO's per-target actor: θ's size and the cost per
+///   agent do not grow with the agent count, and a policy trained at 8 sites runs at 128.
 /// * Population = the env copies: each iteration draws P = copies / 2 directions ε_j ~ N(0, I)
 ///   from a seed that every rank derives alike (no parameters travel); copy 2j runs θ + σε_j,
 ///   copy 2j+1 runs θ − σε_j, for one whole episode each (an iteration is one episode: the
@@ -50,10 +53,16 @@ namespace marlsched {
 
 struct EsConfig {
   std::vector<int> hidden;  ///< empty: a linear policy (ARS)
-  double lr = 0.02;         ///< α
-  double sigma = 0.05;      ///< σ, the perturbation's scale
-  double top = 1.0;         ///< share of directions used per update (ARS's b / N)
-  bool normalize = true;    ///< inputs standardised by running moments (ARS V2)
+  /// The policy's input (--es-actor): "agent", the own observation, every site's public fields
+  /// and a one-hot id (its size grows with the agent count); "targets", one network that scores
+  /// each (mode, target) of the env's targeted action space from the own observation and that
+  /// target's row (nn::target_input: its public fields, their difference from the own, an
+  /// is-self flag and the pair's static features), so that θ does not depend on the agent count.
+  std::string actor = "agent";
+  double lr = 0.02;       ///< α
+  double sigma = 0.05;    ///< σ, the perturbation's scale
+  double top = 1.0;       ///< share of directions used per update (ARS's b / N)
+  bool normalize = true;  ///< inputs standardised by running moments (ARS V2)
   /// Standard deviation of the initial output-layer weights (hidden layers: 1/√fan-in; biases 0).
   double init_scale = 0.01;
   /// Imitation, then improvement: a baseline of the env (a teacher) whose actions the linear

@@ -222,18 +222,32 @@ TEST(Es, ActMatchesTheReferenceForward) {
   dist::Comm self(MPI_COMM_SELF, false);
   Bandit b;
   const int n = 4, k = 2, first = 2, copies = 2;
-  for (const std::vector<int>& hidden : {std::vector<int>{}, std::vector<int>{5}}) {
+  // --es-actor targets: the bandit's fields with a targeted action space (2 modes x 3 targets:
+  // the agent itself and its ring neighbours) and one static feature per pair.
+  EnvSpec targeted = b.spec;
+  targeted.action_names = {"m0t0", "m0t1", "m0t2", "m1t0", "m1t1", "m1t2"};
+  targeted.target_feature_names = {"dist"};
+  for (int i = 0; i < n; ++i) {
+    targeted.targets.push_back({i, (i + 1) % n, (i + n - 1) % n});
+    targeted.target_features.push_back({0.f, 0.5f + 0.1f * static_cast<float>(i), 2.f});
+  }
+  for (const auto& [actor, hidden] : {std::pair<std::string, std::vector<int>>{"agent", {}},
+                                      {"agent", {5}},
+                                      {"targets", {}},
+                                      {"targets", {5}}}) {
     EsConfig c = small();
     c.hidden = hidden;
+    c.actor = actor;
     c.init_scale = 1.0;
-    Es l(c, b.spec, self, n, first, k, copies, 11);
+    const EnvSpec& spec = actor == "targets" ? targeted : b.spec;
+    Es l(c, spec, self, n, first, k, copies, 11);
     Rng r(5);
     std::vector<float> obs(static_cast<std::size_t>(n * b.spec.obs_dim()));
     auto draw = [&] {
       for (auto& v : obs) v = static_cast<float>(3.0 * r.normal() + 1.0);
     };
     auto input = [&](int cs) {
-      PolicyInput in = test::one_copy_input(b.spec, obs, n, 0, k, first);
+      PolicyInput in = test::one_copy_input(spec, obs, n, 0, k, first);
       in.copies = cs;
       in.global.assign(static_cast<std::size_t>(cs), in.global[0]);
       in.episode_step.assign(static_cast<std::size_t>(cs), 0);
@@ -265,8 +279,27 @@ TEST(Es, ActMatchesTheReferenceForward) {
         const auto lg = l.logits(in.global[0], kk);
         EXPECT_EQ(a[static_cast<std::size_t>(kk)],
                   std::max_element(lg.begin(), lg.end()) - lg.begin())
-            << "hidden " << hidden.size() << ", input " << t << ", agent " << first + kk;
+            << actor << ", hidden " << hidden.size() << ", input " << t << ", agent " << first + kk;
       }
     }
+    if (actor != "targets") continue;
+    // The exported per-target policy (one rank holding every agent) acts as the learner.
+    Es whole(c, spec, self, n, 0, n, copies, 13);
+    const auto dir = test::temp_dir("es-export-targets");
+    export_learners("es", {&whole}, dir + "/policy.pt", R"({"format": "marlsched-policy"})", false);
+    test::expect_export_matches(dir + "/policy.pt", spec, n, [&](const GlobalObs& g, int a) {
+      const auto lg = whole.logits(g, a);
+      return static_cast<int>(std::max_element(lg.begin(), lg.end()) - lg.begin());
+    });
+    // Its θ does not depend on the agent count: (own observation 2, target row 4, bias) x 2 modes.
+    if (hidden.empty()) {
+      EXPECT_EQ(whole.parameter_count(), (2 + 4 + 1) * 2);
+    }
+    const auto path = dir + "/model.pt";
+    whole.save(path);
+    EsConfig other = c;
+    other.actor = "agent";
+    Es agent_input(other, b.spec, self, n, 0, n, copies, 13);
+    EXPECT_THROW(agent_input.load(path), ConfigError);
   }
 }
