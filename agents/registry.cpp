@@ -139,7 +139,8 @@ void LearnerConfigs::check_env(const std::string& algo, const EnvSpec& spec) con
 }
 
 void LearnerConfigs::check_copies(const std::string& algo, int copies) const {
-  require_copy_groups(algo, entry(algo).copy_group, copies);
+  const auto& e = entry(algo);
+  require_copy_groups(algo, e.copy_group_of ? e.copy_group_of(*this) : e.copy_group, copies);
 }
 
 void LearnerConfigs::check_ranks(const std::string& algo, const EnvSpec& spec, int num_agents,

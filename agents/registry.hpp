@@ -141,6 +141,9 @@ struct LearnerEntry {
   /// over `ranks` ranks (ES imitating a planner that needs every agent on one rank); throws
   /// ConfigError otherwise.
   std::function<void(const LearnerConfigs&, const EnvSpec&, int, int)> check_ranks = {};
+  /// Optional: the copy group when an option sets it (MAPPO's --common-episodes); replaces
+  /// copy_group.
+  std::function<int(const LearnerConfigs&)> copy_group_of = {};
 };
 
 /// Adds a row (before any LearnerConfigs is made or options are bound); ConfigError if the name

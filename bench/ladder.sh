@@ -11,6 +11,8 @@
 #   zero-shot  the synthetic-trained policy evaluated on July-December of the real traces.
 # Learners (LADDER_LEARNERS, default "es es-mpc mappo-mpc"): es = the main job's ES; es-mpc =
 # the same warm-started by imitating the mpc baseline (--es-imitate mpc, 5 DAgger rounds);
+# es-targets = ES whose policy scores each (mode, target) from the own observation and that
+# target's features (--es-actor targets: its size independent of the sites);
 # mappo-mpc = MAPPO with its centralized critic, 4 copies, 200 updates whose actor loss adds the
 # mpc's cross-entropy, weight 5 falling to 0 (--imitate mpc); evaluated on the ES's 32 copies
 # so that every learner meets the same episodes.
@@ -69,9 +71,10 @@ learner_flags() {  # a learner's training options at rung $2
   case $1 in
     es) es_iterations "$2" ;;
     es-mpc) es_iterations "$2"; echo --es-imitate mpc --es-imitate-iterations 5 ;;
+    es-targets) es_iterations "$2"; echo --es-actor targets ;;
     mappo-mpc) echo --algo mappo --envs-per-rank 4 --iterations 200 --imitate mpc \
       --imitate-iterations 200 --imitate-coef 5 ;;
-    *) echo "ladder.sh: unknown learner '$1' (es, es-mpc, mappo-mpc)" >&2; exit 2 ;;
+    *) echo "ladder.sh: unknown learner '$1' (es, es-mpc, es-targets, mappo-mpc)" >&2; exit 2 ;;
   esac
 }
 eval_flags() {  # a learner's evaluation options: main.toml's 32 copies, the episodes of every row

@@ -15,7 +15,12 @@ std::string Mappo::name() const {
   return impl_->local ? "ippo" : "mappo";
 }
 
+int Mappo::common_episodes() const {
+  return impl_->cfg.common_episodes;
+}
+
 void Mappo::set_training(bool t) {
+  if (t) require_copy_groups(name(), impl_->cfg.common_episodes, impl_->e);
   impl_->training = t;
 }
 void Mappo::set_deterministic(bool d) {
@@ -108,6 +113,29 @@ void Mappo::record(const StepFeedback& fb) {
   m.buf.append(m.last_x, m.last_c, m.last_act, m.last_logp, m.last_value, fb.reward, fb.done, tv);
 }
 
+namespace {
+/// --common-episodes G: each advantage (step-major [t][copy * k + agent]) minus the mean of the
+/// other G − 1 copies of its group at the same step and agent.
+void center_on_group(std::vector<float>& adv, int steps, int copies, int k, int group) {
+  const auto rows = static_cast<std::size_t>(copies) * static_cast<std::size_t>(k);
+  std::vector<float> sum(static_cast<std::size_t>(k));
+  for (int t = 0; t < steps; ++t) {
+    float* a = adv.data() + static_cast<std::size_t>(t) * rows;
+    for (int g = 0; g < copies / group; ++g) {
+      float* first = a + static_cast<std::size_t>(g * group) * static_cast<std::size_t>(k);
+      std::fill(sum.begin(), sum.end(), 0.f);
+      for (int c = 0; c < group; ++c)
+        for (int kk = 0; kk < k; ++kk) sum[static_cast<std::size_t>(kk)] += first[c * k + kk];
+      for (int c = 0; c < group; ++c)
+        for (int kk = 0; kk < k; ++kk) {
+          float& v = first[c * k + kk];
+          v -= (sum[static_cast<std::size_t>(kk)] - v) / static_cast<float>(group - 1);
+        }
+    }
+  }
+}
+}  // namespace
+
 UpdateStats Mappo::update(const PolicyInput& last) {
   auto& m = *impl_;
   UpdateStats st;
@@ -123,6 +151,7 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   std::vector<float> adv, ret;
   compute_rollout_gae(m.buf.sequences(rows, m.k), boot, static_cast<float>(m.cfg.gamma),
                       static_cast<float>(m.cfg.gae_lambda), adv, ret);
+  if (m.cfg.common_episodes > 1) center_on_group(adv, T, m.e, m.k, m.cfg.common_episodes);
   // Global moments of returns and advantages (identical on all ranks): value targets, and the
   // advantages standardised.
   std::vector<float> tgt;

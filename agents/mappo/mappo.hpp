@@ -83,6 +83,13 @@ struct MappoConfig {
   int critic_embed = 64;     ///< embedding width of the pooled critic
   double team_reward = 1.0;  ///< reward = (1-β)·own + β·mean over agents
   int rollout_steps = 96;
+  /// Common random numbers for PPO: copies c and c' of a rank run the same episodes (the same
+  /// arrivals and traces) when c / common_episodes == c' / common_episodes, and the actor's
+  /// advantage of copy c at a step is its GAE advantage minus the mean of the group's other
+  /// copies' at the same step and agent: a leave-one-out control variate that removes what the
+  /// episode's exogenous draws did to everyone (independent of c's own actions, so the gradient
+  /// stays unbiased). 1: every copy its own episodes, plain GAE. Needs fixed-length episodes.
+  int common_episodes = 1;
   /// Warm start by imitation (DAgger-style, Ross et al. 2011): a heuristic baseline of the env
   /// (e.g. least-loaded) labels every state the policy visits, and the actor's loss gains
   /// `imitate_coef` × the cross-entropy of the teacher's action, falling linearly to 0 over the
@@ -108,6 +115,8 @@ class Mappo final : public Learner {
   ~Mappo() override;
 
   std::string name() const override;
+  /// --common-episodes.
+  int common_episodes() const override;
   /// Chooses actions. In training mode it samples and records (obs, action, log-prob, value);
   /// in evaluation mode it samples (or takes the argmax when deterministic) without recording.
   void act(const PolicyInput& in, std::vector<int>& actions) override;

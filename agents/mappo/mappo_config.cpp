@@ -44,6 +44,10 @@ void MappoConfig::bind(OptionBinder& b) {
   b.add("team-reward", team_reward,
         "β in reward = (1-β)·own + β·team (every agent, or --team-scope targets)");
   b.add("rollout-steps", rollout_steps, "environment steps per update");
+  b.add("common-episodes", common_episodes,
+        "copies per group that run the same episodes (common random numbers); above 1 the "
+        "actor's advantage is centred on the group's other copies' at the same step and agent "
+        "(--envs-per-rank a multiple of it; fixed-length episodes)");
   b.add("imitate", imitate,
         "warm start: a heuristic baseline (e.g. least-loaded) whose action in every state the "
         "policy visits the actor also learns, by cross-entropy, for the first "
@@ -88,6 +92,8 @@ void MappoConfig::validate() const {
   MARLSCHED_REQUIRE(critic_embed >= 1, "--critic-embed must be >= 1, got " << critic_embed);
   MARLSCHED_REQUIRE(team_reward >= 0 && team_reward <= 1, "--team-reward must be in [0, 1]");
   MARLSCHED_REQUIRE(rollout_steps >= 1, "--rollout-steps must be >= 1");
+  MARLSCHED_REQUIRE(common_episodes >= 1 && common_episodes <= 1024,
+                    "--common-episodes must be in [1, 1024], got " << common_episodes);
   MARLSCHED_REQUIRE(imitate_iterations >= 0,
                     "--imitate-iterations must be >= 0, got " << imitate_iterations);
   MARLSCHED_REQUIRE(imitate_coef >= 0 && std::isfinite(imitate_coef),
@@ -101,6 +107,10 @@ void MappoConfig::check_env(const EnvSpec& spec) const {
                     "--actor targets needs an env with a targeted action space (geodc); '"
                         << spec.name << "' has none: use --actor mlp");
   if (!imitate.empty()) make_heuristic(imitate, spec, 0);  // a baseline of this env
+  MARLSCHED_REQUIRE(common_episodes == 1 || spec.episode_length > 0,
+                    "--common-episodes " << common_episodes << " compares copies step by step "
+                                         << "within one episode; env '" << spec.name
+                                         << "' declares no fixed episode length");
 }
 
 }  // namespace marlsched
