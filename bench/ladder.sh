@@ -12,13 +12,16 @@
 # Learners (LADDER_LEARNERS, default "es es-mpc mappo-mpc"): es = the main job's ES; es-mpc =
 # the same warm-started by imitating the mpc baseline (--es-imitate mpc, 5 DAgger rounds);
 # es-targets = ES whose policy scores each (mode, target) from the own observation and that
-# target's features (--es-actor targets: its size independent of the sites);
+# target's features (--es-actor targets: its size independent of the sites); es-targets-mlp =
+# the same with a hidden layer of 16 (--es-hidden 16);
 # mappo-mpc = MAPPO with its centralized critic, 4 copies, 200 updates whose actor loss adds the
 # mpc's cross-entropy, weight 5 falling to 0 (--imitate mpc); evaluated on the ES's 32 copies
 # so that every learner meets the same episodes.
 # Everything runs on one rank (the MPC plans for every site at once, and its teacher needs them
 # all); LADDER_ITERS_<RUNG> overrides a rung's ES iterations; LADDER_BRACKET_MAX (default 32)
-# is the largest rung whose evaluations bracket the optimum (LP bound and hindsight schedule).
+# is the largest rung whose evaluations bracket the optimum (LP bound and hindsight schedule);
+# LADDER_PROTOCOLS (default all three) picks protocols. Runs already in OUT are kept (a rerun with
+# more learners or protocols trains only what is missing).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: bash bench/ladder.sh SEEDS OUT [RUNG...]" >&2; exit 2; }
 SEEDS=$1 OUT=$2
@@ -35,11 +38,16 @@ BIN=${MARLSCHED_BIN:-$MARLSCHED_BUILD/launch/marlsched}
 [ -x "$BIN" ] || { echo "ladder.sh: no $BIN (build first: bash launch/build.sh)" >&2; exit 2; }
 DATA=${MARLSCHED_DATA:-$HERE/../shared/data}
 ZONES=(US-CAL-CISO DE-LU SG JP-TK)
-PROTOCOLS=(synthetic)
-if [ -d "$DATA/carbon_intensity" ] && [ -d "$DATA/electricity_prices" ]; then
-  PROTOCOLS+=(own-grid zero-shot)
-else
+read -r -a PROTOCOLS <<< "${LADDER_PROTOCOLS:-synthetic own-grid zero-shot}"
+for p in "${PROTOCOLS[@]}"; do
+  case $p in
+    synthetic | own-grid | zero-shot) ;;
+    *) echo "ladder.sh: unknown protocol '$p' (synthetic, own-grid, zero-shot)" >&2; exit 2 ;;
+  esac
+done
+if [ ! -d "$DATA/carbon_intensity" ] || [ ! -d "$DATA/electricity_prices" ]; then
   echo "ladder.sh: no $DATA/{carbon_intensity,electricity_prices}: the own-grid and zero-shot protocols are skipped"
+  read -r -a PROTOCOLS <<< "$(printf '%s\n' "${PROTOCOLS[@]}" | grep -x synthetic | tr '\n' ' ')"
 fi
 carbon=() price=()
 for z in "${ZONES[@]}"; do
@@ -72,9 +80,10 @@ learner_flags() {  # a learner's training options at rung $2
     es) es_iterations "$2" ;;
     es-mpc) es_iterations "$2"; echo --es-imitate mpc --es-imitate-iterations 5 ;;
     es-targets) es_iterations "$2"; echo --es-actor targets ;;
+    es-targets-mlp) es_iterations "$2"; echo --es-actor targets --es-hidden 16 ;;
     mappo-mpc) echo --algo mappo --envs-per-rank 4 --iterations 200 --imitate mpc \
       --imitate-iterations 200 --imitate-coef 5 ;;
-    *) echo "ladder.sh: unknown learner '$1' (es, es-mpc, es-targets, mappo-mpc)" >&2; exit 2 ;;
+    *) echo "ladder.sh: unknown learner '$1' (es, es-mpc, es-targets, es-targets-mlp, mappo-mpc)" >&2; exit 2 ;;
   esac
 }
 eval_flags() {  # a learner's evaluation options: main.toml's 32 copies, the episodes of every row
@@ -142,23 +151,28 @@ f = lambda v, d=2: ("%.*f" % (d, float(v))) if v not in ("", None) else "–"
 for r in rows:
     if r["kind"] != "learned":
         continue
-    secs = []
+    secs, mib = [], []
     for k in range(1, int(seeds) + 1):
+        base = f"{root}/{train_p}/{r['policy']}/seed-{k}"
         try:
-            secs.append(float(open(f"{root}/{train_p}/{r['policy']}/seed-{k}.train-seconds").read()))
-        except OSError:
+            secs.append(float(open(base + ".train-seconds").read()))
+            for line in open(base + ".log"):
+                if line.startswith("peak resident memory"):
+                    mib.append(float(line.split(":")[1].split()[0]))
+        except (OSError, ValueError, IndexError):
             pass
     d = r.get("diff_vs_best_heuristic", "")
     print(f"| {n} | {p} | {best['policy'] if best else '–'} | {f(best['mean']) if best else '–'} | {r['policy']} | {r['seeds']} | {f(r['mean'])} | "
           f"{f(d)} [{f(r['diff_ci95_lo'])}, {f(r['diff_ci95_hi'])}] | [{f(r['diff_t95_lo'])}, {f(r['diff_t95_hi'])}] | {f(r['p_improvement'], 3)} | "
-          f"{f(r['oracle_gap_pct'], 1)} % | {f(r['hindsight_gap_pct'], 1)} % | {statistics.mean(secs):.0f} |" if secs else "")
+          f"{f(r['oracle_gap_pct'], 1)} % | {f(r['hindsight_gap_pct'], 1)} % | {statistics.mean(secs):.0f} | "
+          f"{max(mib):.0f} |" if secs and mib else "")
 EOF
   done
 done
 # The table: every cell measured in OUT so far, by rung and protocol.
 {
-  echo "| sites | protocol | strongest baseline | its mean | learner | seeds | mean | Δ [95 % bootstrap] | Δ t over seeds | P(improvement) | oracle gap | hindsight gap | training s (1 core) |"
-  echo "|--:|:--|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|"
+  echo "| sites | protocol | strongest baseline | its mean | learner | seeds | mean | Δ [95 % bootstrap] | Δ t over seeds | P(improvement) | oracle gap | hindsight gap | training s (1 core) | peak MiB (1 rank) |"
+  echo "|--:|:--|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
   for d in $(ls -d "$OUT"/*/ | xargs -n1 basename | grep -E '^[0-9]+$' | sort -n); do
     for p in synthetic own-grid zero-shot; do
       [ -f "$OUT/$d/$p/rows.md" ] && grep -v '^$' "$OUT/$d/$p/rows.md"
