@@ -18,60 +18,15 @@
 
 using namespace marlsched;
 
-static void BM_GeoDcStep(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
+namespace {
+/// Steps `copies` independent worlds of n geodc sites (the default zones replicated, `neighbours`
+/// ring neighbours per site, 0: every site) in process with least-loaded: observe, act, advance,
+/// the forwarded work delivered; a world resets at its episode's end.
+void step_geodc_worlds(benchmark::State& state, int n, int copies, int neighbours) {
   geodc::Config cfg;
   cfg.replicate_sites = true;
   cfg.keep_sites(static_cast<std::size_t>(n));
-  auto factory = find_env("geodc").make_factory(cfg, n);
-  std::vector<std::unique_ptr<Shard>> shards;
-  for (int a = 0; a < n; ++a) {
-    shards.push_back(factory->make_shard(a));
-    shards.back()->reset(1, static_cast<std::uint64_t>(a) + 2);
-  }
-  auto policy = make_heuristic("least-loaded", factory->spec(), 1);
-  const int d = factory->spec().obs_dim();
-  std::vector<float> g(static_cast<std::size_t>(n * d));
-  std::vector<int> actions;
-  std::vector<WorkRecord> out, all;
-  std::uint64_t episode = 0;
-  for (auto _ : state) {
-    for (int a = 0; a < n; ++a) shards[static_cast<std::size_t>(a)]->observe(g.data() + a * d);
-    GlobalObs view{g.data(), n, d};
-    PolicyInput in{&factory->spec(), 1, n, 0, n, {view}, {0}, {0}, {}};
-    policy->act(in, actions);
-    all.clear();
-    bool done = false;
-    for (int a = 0; a < n; ++a) {
-      out.clear();
-      shards[static_cast<std::size_t>(a)]->act(actions[static_cast<std::size_t>(a)], view, out);
-      done = shards[static_cast<std::size_t>(a)]->advance().truncated;
-      all.insert(all.end(), out.begin(), out.end());
-    }
-    for (const auto& r : all) shards[static_cast<std::size_t>(r.dest)]->receive(r);
-    if (done) {
-      ++episode;
-      for (int a = 0; a < n; ++a)
-        shards[static_cast<std::size_t>(a)]->reset(episode, episode * 131 + a);
-    }
-  }
-  state.SetItemsProcessed(state.iterations() * n);
-  state.counters["ns_per_agent_step"] =
-      benchmark::Counter(static_cast<double>(state.iterations() * n),
-                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-}
-BENCHMARK(BM_GeoDcStep)->Arg(4)->Arg(16)->Arg(64);
-
-// The layout of a training rank: `copies` independent worlds of n sites each (the ladder's
-// replicated zones, 3 ring neighbours above 4 sites), stepped in process with least-loaded.
-// This is the env's own rate at the scale ES trains it, cache effects of copies x sites
-// included: bench/es_rate.sh prints ES's training rate beside it.
-static void BM_GeoDcCopies(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0)), copies = static_cast<int>(state.range(1));
-  geodc::Config cfg;
-  cfg.replicate_sites = true;
-  cfg.keep_sites(static_cast<std::size_t>(n));
-  if (n > 4) cfg.neighbours = 3;
+  cfg.neighbours = neighbours;
   auto factory = find_env("geodc").make_factory(cfg, n);
   const EnvSpec& spec = factory->spec();
   std::vector<std::unique_ptr<Shard>> shards;
@@ -106,7 +61,9 @@ static void BM_GeoDcCopies(benchmark::State& state) {
       for (const auto& r : all) at(r.dest).receive(r);
       if (done) {
         const std::uint64_t ep = ++episode[static_cast<std::size_t>(c)];
-        for (int a = 0; a < n; ++a) at(a).reset(ep * 977 + c, ep * 131 + c * n + a);
+        for (int a = 0; a < n; ++a)
+          at(a).reset(ep + 977 * static_cast<std::uint64_t>(c),
+                      ep * 131 + static_cast<std::uint64_t>(c * n + a));
       }
     }
   }
@@ -114,6 +71,21 @@ static void BM_GeoDcCopies(benchmark::State& state) {
   state.counters["ns_per_agent_step"] =
       benchmark::Counter(static_cast<double>(state.iterations() * n * copies),
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+}  // namespace
+
+static void BM_GeoDcStep(benchmark::State& state) {
+  step_geodc_worlds(state, static_cast<int>(state.range(0)), 1, 0);
+}
+BENCHMARK(BM_GeoDcStep)->Arg(4)->Arg(16)->Arg(64);
+
+// The layout of a training rank: `copies` independent worlds of n sites each (the ladder's
+// replicated zones, 3 ring neighbours above 4 sites). This is the env's own rate at the scale ES
+// trains it, cache effects of copies x sites included: bench/es_rate.sh prints ES's training
+// rate beside it.
+static void BM_GeoDcCopies(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  step_geodc_worlds(state, n, static_cast<int>(state.range(1)), n > 4 ? 3 : 0);
 }
 BENCHMARK(BM_GeoDcCopies)->Args({4, 32})->Args({32, 32})->Args({128, 32});
 

@@ -14,7 +14,8 @@
 ///   ARS's static linear policy) or a tanh MLP. One parameter vector θ serves every agent. With
 ///   --es-actor targets the net instead scores every (mode, target) of a targeted action space
 ///   from (own observation, target row), as MAPPO's per-target actor: θ's size and the cost per
-///   agent do not grow with the agent count, and a policy trained at 8 sites runs at 128.
+///   agent do not grow with the agent count (a model still loads only at the agent count it
+///   was trained with).
 /// * Population = the env copies: each iteration draws P = copies / 2 directions ε_j ~ N(0, I)
 ///   from a seed that every rank derives alike (no parameters travel); copy 2j runs θ + σε_j,
 ///   copy 2j+1 runs θ − σε_j, for one whole episode each (an iteration is one episode: the
