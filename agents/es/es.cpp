@@ -76,9 +76,12 @@ struct Es::Impl {
   const dist::Comm& comm;
   EnvSpec spec;
   // --es-actor targets: T targets per agent, each scored from (own observation, target row of R
-  // values) into `modes` logits; `in` is then d + R, the width of one scored row.
+  // values) into `modes` logits per head; `in` is then d + R, the width of one scored row.
+  // A factored action space (EnvSpec::action_heads of a targeted env: one (mode, target) per
+  // class of work) is scored head by head: H heads of hn actions each, H·hn logits (`nl`), and
+  // the action is each head's best, encoded as the env's flat index. Without heads H = 1.
   bool per_target;
-  int T, R, modes;
+  int T, R, modes, H, hn, nl;
   int n, first, k, e, d, pub, in, na;
   std::uint64_t seed;
   std::vector<int> sizes;        // in, hidden..., na
@@ -119,6 +122,9 @@ struct Es::Impl {
         T(per_target ? spec_.num_targets() : 1),
         R(per_target ? nn::target_row_dim(spec_) : 0),
         modes(per_target ? spec_.num_modes() : spec_.num_actions()),
+        H(factored_heads(spec_)),
+        hn(H > 1 ? spec_.action_heads.back() : spec_.num_actions()),
+        nl(H * hn),
         n(n_),
         first(first_),
         k(k_),
@@ -130,7 +136,8 @@ struct Es::Impl {
         seed(s) {
     sizes.push_back(in);
     for (int h : cfg.hidden) sizes.push_back(h);
-    sizes.push_back(modes);
+    // Outputs per scored row: per target, `modes` per head; per agent, every head's logits.
+    sizes.push_back(per_target ? modes * H : nl);
     std::size_t p = 0;
     for (std::size_t l = 0; l + 1 < sizes.size(); ++l)
       p += static_cast<std::size_t>(sizes[l + 1]) * static_cast<std::size_t>(sizes[l] + 1);
@@ -155,12 +162,44 @@ struct Es::Impl {
     finished.assign(static_cast<std::size_t>(e), 0);
     x.resize(static_cast<std::size_t>(per_target ? nn::target_input_dim(spec) : in));
     xn.resize(static_cast<std::size_t>(in));
-    int widest = na;
+    int widest = nl;
     for (int s2 : sizes) widest = std::max(widest, s2);
     h0.resize(static_cast<std::size_t>(widest));
     h1.resize(h0.size());
-    out.resize(static_cast<std::size_t>(na));
-    mo.resize(static_cast<std::size_t>(modes));
+    out.resize(static_cast<std::size_t>(nl));
+    mo.resize(static_cast<std::size_t>(sizes.back()));
+  }
+
+  /// Heads that ES scores separately: a targeted env's action_heads (each a (mode, target)
+  /// decision), else 1 (the flat action space, lstcb's heads included).
+  static int factored_heads(const EnvSpec& sp) {
+    return sp.targets.empty() || sp.action_heads.empty() ? 1
+                                                         : static_cast<int>(sp.action_heads.size());
+  }
+
+  /// The action of the head logits `lg` (nl values): each head's best, encoded as the env's
+  /// flat index (head 0 the most significant).
+  int best_action(const float* lg) const {
+    int a = 0;
+    for (int h = 0; h < H; ++h) {
+      const float* seg = lg + static_cast<std::size_t>(h) * static_cast<std::size_t>(hn);
+      a = a * hn + static_cast<int>(std::max_element(seg, seg + hn) - seg);
+    }
+    return a;
+  }
+
+  /// The flat actions' logits (na values) of the head logits: the sum of each head's logit of
+  /// its part of the action, so that their argmax is best_action()'s.
+  std::vector<float> flat_logits(const float* lg) const {
+    std::vector<float> flat(lg, lg + hn);
+    for (int h = 1; h < H; ++h) {
+      std::vector<float> next;
+      next.reserve(flat.size() * static_cast<std::size_t>(hn));
+      for (float f : flat)
+        for (int j = 0; j < hn; ++j) next.push_back(f + lg[static_cast<std::size_t>(h * hn + j)]);
+      flat.swap(next);
+    }
+    return flat;
   }
 
   std::size_t params() const { return theta.size(); }
@@ -279,9 +318,10 @@ struct Es::Impl {
     finish(w, pre.data(), out);
   }
 
-  /// --es-actor targets: the logits (modes·T, the env's action order m·T + t) of the agent whose
-  /// target input (nn::target_input) is in `x`, one forward per target from its standardised
-  /// (own observation, target row); with `count`, adds the T rows to this iteration's moments.
+  /// --es-actor targets: the logits (per head modes·T, the env's action order m·T + t) of the
+  /// agent whose target input (nn::target_input) is in `x`, one forward per target from its
+  /// standardised (own observation, target row); with `count`, adds the T rows to this
+  /// iteration's moments.
   void target_logits(const float* w, bool count, float* logits) {
     const auto D = static_cast<std::size_t>(d), I = static_cast<std::size_t>(in);
     for (int t = 0; t < T; ++t) {
@@ -296,7 +336,7 @@ struct Es::Impl {
       }
       if (count) pending[0] += 1;
       forward(w, xn.data(), mo.data());
-      for (int md = 0; md < modes; ++md) logits[md * T + t] = mo[static_cast<std::size_t>(md)];
+      for (int o = 0; o < modes * H; ++o) logits[o * T + t] = mo[static_cast<std::size_t>(o)];
     }
   }
 
@@ -354,12 +394,13 @@ Es::Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num
 }
 
 void Es::Impl::fit_imitation() {
-  // Action a scores unit u of a label's input with output row o of W: the agent input is one
-  // unit and a = o; with --es-actor targets each target's (own observation, row) is a unit and
-  // a = o·T + u.
+  // Head h's action a of a label scores unit u of its input with output row o of W: the agent
+  // input is one unit and o = h·hn + a; with --es-actor targets each target's (own observation,
+  // row) is a unit, u = a mod T and o = h·modes + a / T. The loss is the sum of the heads'
+  // cross-entropies (one head without a factored action space).
   const std::size_t ns = demo_a.size();
-  const auto I = static_cast<std::size_t>(in), A = static_cast<std::size_t>(na);
-  const auto O = static_cast<std::size_t>(modes), U = static_cast<std::size_t>(T);
+  const auto I = static_cast<std::size_t>(in), A = static_cast<std::size_t>(hn);
+  const auto O = static_cast<std::size_t>(sizes.back()), U = static_cast<std::size_t>(T);
   const std::size_t W = x.size(), D = static_cast<std::size_t>(d);
   const std::size_t p = O * (I + 1);  // W [O][in], then b [O]: θ of the linear policy
   MARLSCHED_CHECK(p == theta.size(), "the imitation fit needs the linear policy");
@@ -375,36 +416,48 @@ void Es::Impl::fit_imitation() {
         xs[(r * U + u) * I + i] = cfg.normalize ? (raw - mu[i]) / sd[i] : raw;
       }
   std::vector<double> z(A);
+  std::vector<int> label(static_cast<std::size_t>(H));
   auto unit = [&](std::size_t a) { return per_target ? a % U : 0; };
-  auto out_row = [&](std::size_t a) { return per_target ? a / U : a; };
+  auto out_row = [&](std::size_t h, std::size_t a) {
+    return per_target ? h * static_cast<std::size_t>(modes) + a / U : h * A + a;
+  };
   constexpr int kEpochs = 150;
   constexpr double kLr = 0.05, kB1 = 0.9, kB2 = 0.999;
   // Gradient of the summed cross-entropy over this rank's labels (and their count and the
-  // correct ones last), summed over the ranks.
+  // correct ones last: every head right), summed over the ranks.
   auto gradient = [&] {
     std::fill(g.begin(), g.end(), 0.0);
     for (std::size_t r = 0; r < ns; ++r) {
-      double top = -1e300;
-      std::size_t best = 0;
-      for (std::size_t a = 0; a < A; ++a) {
-        const float* xr = xs.data() + (r * U + unit(a)) * I;
-        const std::size_t o = out_row(a);
-        double acc = w[O * I + o];
-        for (std::size_t i = 0; i < I; ++i) acc += w[o * I + i] * xr[i];
-        z[a] = acc;
-        if (acc > top) top = acc, best = a;
+      int rest = demo_a[r];
+      for (int h = H - 1; h >= 0; --h) {
+        label[static_cast<std::size_t>(h)] = rest % hn;
+        rest /= hn;
       }
-      double sum = 0;
-      for (std::size_t a = 0; a < A; ++a) sum += (z[a] = std::exp(z[a] - top));
-      const auto y = static_cast<std::size_t>(demo_a[r]);
-      for (std::size_t a = 0; a < A; ++a) {
-        const float* xr = xs.data() + (r * U + unit(a)) * I;
-        const std::size_t o = out_row(a);
-        const double dd = z[a] / sum - (a == y ? 1.0 : 0.0);
-        for (std::size_t i = 0; i < I; ++i) g[o * I + i] += dd * xr[i];
-        g[O * I + o] += dd;
+      bool right = true;
+      for (std::size_t h = 0; h < static_cast<std::size_t>(H); ++h) {
+        double top = -1e300;
+        std::size_t best = 0;
+        for (std::size_t a = 0; a < A; ++a) {
+          const float* xr = xs.data() + (r * U + unit(a)) * I;
+          const std::size_t o = out_row(h, a);
+          double acc = w[O * I + o];
+          for (std::size_t i = 0; i < I; ++i) acc += w[o * I + i] * xr[i];
+          z[a] = acc;
+          if (acc > top) top = acc, best = a;
+        }
+        double sum = 0;
+        for (std::size_t a = 0; a < A; ++a) sum += (z[a] = std::exp(z[a] - top));
+        const auto y = static_cast<std::size_t>(label[h]);
+        for (std::size_t a = 0; a < A; ++a) {
+          const float* xr = xs.data() + (r * U + unit(a)) * I;
+          const std::size_t o = out_row(h, a);
+          const double dd = z[a] / sum - (a == y ? 1.0 : 0.0);
+          for (std::size_t i = 0; i < I; ++i) g[o * I + i] += dd * xr[i];
+          g[O * I + o] += dd;
+        }
+        right = right && best == y;
       }
-      g[p + 1] += best == y ? 1.0 : 0.0;
+      g[p + 1] += right ? 1.0 : 0.0;
     }
     g[p] = static_cast<double>(ns);
     comm.allreduce_sum(g.data(), static_cast<int>(g.size()));
@@ -465,7 +518,7 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
         actions[row] = m.teacher_actions[row];
         continue;
       }
-      actions[row] = static_cast<int>(std::max_element(m.out.begin(), m.out.end()) - m.out.begin());
+      actions[row] = m.best_action(m.out.data());
     }
   }
 }
@@ -717,16 +770,16 @@ std::uint64_t Es::shared_parameter_digest() const {
 
 std::vector<float> Es::logits(const GlobalObs& g, int local_agent) const {
   auto& m = *impl_;
-  std::vector<float> out(static_cast<std::size_t>(m.na));
+  std::vector<float> out(static_cast<std::size_t>(m.nl));
   if (m.per_target) {
     nn::target_input(m.spec, g, m.first + local_agent, m.x.data());
     m.target_logits(m.theta.data(), false, out.data());
-    return out;
+  } else {
+    nn::agent_input(g, m.pub, m.first + local_agent, m.x.data());
+    m.standardise();
+    m.forward(m.theta.data(), m.xn.data(), out.data());
   }
-  nn::agent_input(g, m.pub, m.first + local_agent, m.x.data());
-  m.standardise();
-  m.forward(m.theta.data(), m.xn.data(), out.data());
-  return out;
+  return m.H == 1 ? out : m.flat_logits(out.data());
 }
 
 std::int64_t Es::parameter_count() const {
@@ -739,7 +792,7 @@ void Es::export_torchscript(const std::vector<const Es*>& ranks, const std::stri
   const Impl& m = *ranks.front()->impl_;
   // The network with the standardisation folded into its first layer:
   // W (x − μ) / s + b = (W / s) x + (b − W μ / s).
-  nn::Mlp net(m.in, m.cfg.hidden, m.modes, 1.0);
+  nn::Mlp net(m.in, m.cfg.hidden, m.sizes.back(), 1.0);
   {
     torch::NoGradGuard g;
     std::size_t off = 0;
@@ -771,9 +824,14 @@ void Es::export_torchscript(const std::vector<const Es*>& ranks, const std::stri
   auto mod = nn::policy_module(m.n, m.d, m.pub, m.na, metadata);
   std::ostringstream src;
   src << (m.per_target ? nn::script_target_input(mod, m.spec) : nn::script_agent_input())
-      << nn::script_logits_head() << nn::script_actor(mod, "pi", net, "    ", m.per_target)
-      << "    return out\n"
-      << nn::script_greedy_policy("logits");
+      << nn::script_logits_head() << nn::script_actor(mod, "pi", net, "    ", m.per_target);
+  if (m.H > 1)  // the heads' logits summed into the flat actions' (Impl::flat_logits)
+    src << "    lh = out.reshape(out.size(0), " << m.H << ", " << m.hn << ")\n"
+        << "    out = lh[:, 0]\n"
+        << "    for head in range(1, " << m.H << "):\n"
+        << "        out = (out.unsqueeze(-1) + lh[:, head].unsqueeze(-2)).reshape(out.size(0), "
+           "-1)\n";
+  src << "    return out\n" << nn::script_greedy_policy("logits");
   nn::save_module(mod, src.str(), path);
 }
 

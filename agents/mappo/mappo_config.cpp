@@ -106,6 +106,11 @@ void MappoConfig::check_env(const EnvSpec& spec) const {
   MARLSCHED_REQUIRE(actor_kind() != ActorKind::kTargets || spec.num_targets() > 0,
                     "--actor targets needs an env with a targeted action space (geodc); '"
                         << spec.name << "' has none: use --actor mlp");
+  MARLSCHED_REQUIRE(actor_kind() != ActorKind::kTargets || spec.num_heads() == 1,
+                    "--actor targets scores one (mode, target) decision per agent; this env's "
+                    "actions take one per class of work (geodc --action-classes): use --actor "
+                    "mlp, whose actor scores every action, or --algo es, which scores each "
+                    "class's decision");
   if (!imitate.empty()) make_heuristic(imitate, spec, 0);  // a baseline of this env
   MARLSCHED_REQUIRE(common_episodes == 1 || spec.episode_length > 0,
                     "--common-episodes " << common_episodes << " compares copies step by step "

@@ -64,12 +64,16 @@ class Heuristic final : public Policy {
   }
 
   // Every rule picks a (mode, target) of the agent's targets (EnvSpec::targets): mode 0 runs
-  // what fits here and overflows the rest to the target, mode 1 defers and sends to it.
+  // what fits here and overflows the rest to the target, mode 1 defers and sends to it. With job
+  // classes (--action-classes) it takes that decision for every class; random draws over the
+  // whole action space.
   void act(const PolicyInput& in, std::vector<int>& actions) override {
     const EnvSpec& spec = *in.spec;
-    const int T = spec.num_targets();
-    MARLSCHED_CHECK(T > 0 && spec.num_actions() == 2 * T,
+    const int T = spec.num_targets(), C = spec.num_heads();
+    MARLSCHED_CHECK(T > 0 && spec.num_modes() == 2,
                     "heuristics expect the geodc action layout (run or defer x targets)");
+    int same[geodc::Config::kNumJobClasses];
+    MARLSCHED_CHECK(C <= geodc::Config::kNumJobClasses, "geodc has at most 3 job classes");
     actions.resize(static_cast<std::size_t>(in.copies * in.local_agents));
     for (int c = 0; c < in.copies; ++c) {
       const GlobalObs& g = in.global[static_cast<std::size_t>(c)];
@@ -98,8 +102,9 @@ class Heuristic final : public Policy {
         int a = me;
         switch (kind_) {
           case Kind::kRandom:
-            a = in.draw_below(c, self, stream_, 2 * T);
-            break;
+            a = in.draw_below(c, self, stream_, spec.num_actions());
+            actions[static_cast<std::size_t>(c * in.local_agents + k)] = a;
+            continue;
           case Kind::kRoundRobin: {
             const int t = (in.episode_step[static_cast<std::size_t>(c)] + self) % T;
             a = t == me ? me : T + t;
@@ -156,7 +161,9 @@ class Heuristic final : public Policy {
             break;
           }
         }
-        actions[static_cast<std::size_t>(c * in.local_agents + k)] = a;
+        std::fill(same, same + C, a);
+        actions[static_cast<std::size_t>(c * in.local_agents + k)] =
+            geodc::encode_action(same, C, T);
       }
     }
   }

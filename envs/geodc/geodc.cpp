@@ -232,10 +232,18 @@ void Shard::observe(float* out) const {
 void Shard::act(int action, const GlobalObs& /*global*/, std::vector<WorkRecord>& outbox) {
   const auto& targets = spec_->targets[static_cast<std::size_t>(agent_)];
   const int T = static_cast<int>(targets.size());
-  MARLSCHED_CHECK(action >= 0 && action < 2 * T,
-                  "geodc action " << action << " out of range [0, " << 2 * T << ")");
-  const bool defer = action >= T;
-  const int target = targets[static_cast<std::size_t>(defer ? action - T : action)];
+  MARLSCHED_CHECK(action >= 0 && action < spec_->num_actions(),
+                  "geodc action " << action << " out of range [0, " << spec_->num_actions() << ")");
+  // One (mode, target) decision per job class (one for the whole queue without classes).
+  const int C = cfg_.num_action_classes();
+  int decision[Config::kNumJobClasses];
+  decode_action(action, C, T, decision);
+  bool defer_of[Config::kNumJobClasses];
+  int target_of[Config::kNumJobClasses];
+  for (int c = 0; c < C; ++c) {
+    defer_of[c] = decision[c] >= T;
+    target_of[c] = targets[static_cast<std::size_t>(defer_of[c] ? decision[c] - T : decision[c])];
+  }
   std::sort(queue_.begin(), queue_.end(), [](const Job& a, const Job& b) {
     return a.deadline != b.deadline ? a.deadline < b.deadline : a.id < b.id;
   });
@@ -247,6 +255,9 @@ void Shard::act(int action, const GlobalObs& /*global*/, std::vector<WorkRecord>
       keep.push_back(j);
       continue;
     }
+    const int cls = C == 1 ? 0 : cfg_.action_class(j, t_);
+    const bool defer = defer_of[cls];
+    const int target = target_of[cls];
     const bool urgent = t_ >= j.deadline - j.remaining + 1;
     const bool may_start = !defer || urgent;
     if (may_start && j.gpus <= free_gpus) {

@@ -70,6 +70,11 @@ struct Config : EnvConfig {
   /// Forwarding targets per site: 0 = every site (2N actions, the paper's layout); K > 0 = the
   /// site itself and its K ring neighbours (2(K+1) actions).
   int neighbours = 0;
+  /// Decisions per job class (docs/envs/geodc.md, "Job classes"): "none" = one (mode, target)
+  /// for the whole queue; "type" = one per job type (GAN, MLM, SD); "slack" = one per slack left
+  /// now (under 1 h, 1-4 h, more). With classes the action is a factored space of one (mode,
+  /// target) head per class (EnvSpec::action_heads).
+  std::string action_classes = "none";
 
   // Traces.
   std::vector<std::string> carbon_files;  ///< one per site; empty: synthetic
@@ -104,7 +109,22 @@ struct Config : EnvConfig {
   /// Index into the site lists for an agent.
   int site_of(int agent) const { return agent % static_cast<int>(sites.size()); }
   double slot_hours() const { return slot_minutes / 60.0; }
+  /// Job classes of the action space: 1 ("none") or kNumJobClasses.
+  int num_action_classes() const { return action_classes == "none" ? 1 : kNumJobClasses; }
+  /// The class of `job` at `slot` under --action-classes (0 with "none").
+  int action_class(const Job& job, int slot) const;
+  static constexpr int kNumJobClasses = 3;
 };
+
+/// The largest action space --action-classes may make ((2T)^3 actions per agent).
+constexpr int kMaxClassActions = 1 << 16;
+
+/// One agent's action decoded: the (mode, target) decision of each job class, each m·T + t.
+/// `action` is the env's flat index: ((d0·2T) + d1)·2T + d2 for three classes (EnvSpec's
+/// action_heads order), d0 alone without classes.
+void decode_action(int action, int heads, int T, int* decisions);
+/// The flat action of per-class decisions (decode_action's inverse).
+int encode_action(const int* decisions, int heads, int T);
 
 /// Per-site data shared by all shards of that site on a rank (traces, trace workload).
 struct SiteData {

@@ -44,6 +44,10 @@ void Config::bind(OptionBinder& b) {
   b.add("site-neighbours", neighbours,
         "forwarding targets per site: 0 = every site (2N actions); K = the site itself and its K "
         "ring neighbours i+1, i-1, i+2, ... (2(K+1) actions, independent of the site count)");
+  b.add("action-classes", action_classes,
+        "decisions per job class: none (one (mode, target) for the queue), type (one per job "
+        "type: gan-ft, mlm-ft, sd-ft) or slack (one per slack left: under 1 h, 1-4 h, more); "
+        "with classes an action is one (mode, target) per class, (2T)^3 actions");
   b.add("carbon-files", carbon_files, "Electricity Maps hourly CSV per site (default: synthetic)");
   b.add("price-files", price_files, "hourly price CSV per site (default: synthetic)");
   b.add("carbon-column", carbon_column, "carbon intensity column: lca | direct");
@@ -311,6 +315,19 @@ void Config::validate(int num_agents) const {
                                                         << num_agents << " agents, got "
                                                         << neighbours);
   MARLSCHED_REQUIRE(
+      action_classes == "none" || action_classes == "type" || action_classes == "slack",
+      "--action-classes: expected none, type or slack, got '" << action_classes << "'");
+  if (action_classes != "none") {
+    const long long T = neighbours > 0 ? neighbours + 1 : num_agents;
+    MARLSCHED_REQUIRE(8 * T * T * T <= kMaxClassActions,
+                      "--action-classes " << action_classes << " with " << T
+                                          << " targets per site makes " << 8 * T * T * T
+                                          << " actions per agent (one (mode, target) per class); "
+                                             "at most "
+                                          << kMaxClassActions
+                                          << ": give --site-neighbours K with K <= 19");
+  }
+  MARLSCHED_REQUIRE(
       carbon_files.empty() || carbon_files.size() == n,
       "--carbon-files needs one file per site (" << n << "), got " << carbon_files.size());
   MARLSCHED_REQUIRE(
@@ -355,8 +372,30 @@ EnvSpec make_spec(const Config& cfg, int num_agents) {
       return std::to_string(t) + ":" + cfg.sites[static_cast<std::size_t>(cfg.site_of(t))];
     return t == 0 ? std::string("self") : "nbr" + std::to_string(t);
   };
+  std::vector<std::string> decisions;
   for (const char* mode : {"run-fit/overflow->", "defer/send->"})
-    for (int t = 0; t < T; ++t) s.action_names.push_back(mode + target_name(t));
+    for (int t = 0; t < T; ++t) decisions.push_back(mode + target_name(t));
+  const int C = cfg.num_action_classes();
+  if (C == 1) {
+    s.action_names = decisions;
+  } else {
+    // One (mode, target) head per job class, class 0 the most significant.
+    static const char* kTypeNames[] = {"gan", "mlm", "sd"};
+    static const char* kSlackNames[] = {"slack<1h", "slack1-4h", "slack>4h"};
+    const char** names = cfg.action_classes == "type" ? kTypeNames : kSlackNames;
+    s.action_heads.assign(static_cast<std::size_t>(C), 2 * T);
+    int total = 1;
+    for (int c = 0; c < C; ++c) total *= 2 * T;
+    std::vector<int> d(static_cast<std::size_t>(C));
+    for (int a = 0; a < total; ++a) {
+      decode_action(a, C, T, d.data());
+      std::string name;
+      for (int c = 0; c < C; ++c)
+        name += (c ? " " : "") + std::string(names[c]) + ":" +
+                decisions[static_cast<std::size_t>(d[static_cast<std::size_t>(c)])];
+      s.action_names.push_back(std::move(name));
+    }
+  }
   // Each (agent, target) pair's transfer time in minutes per GB (0 for the agent itself).
   s.target_feature_names = {"transfer_min_per_gb"};
   for (int i = 0; i < num_agents; ++i) {
@@ -374,6 +413,28 @@ EnvSpec make_spec(const Config& cfg, int num_agents) {
   s.mean_components = {"utilization"};  // each site's busy share of its GPUs
   s.episode_length = cfg.episode_slots;
   return s;
+}
+
+int Config::action_class(const Job& job, int slot) const {
+  if (action_classes == "none") return 0;
+  if (action_classes == "type")
+    return std::clamp(static_cast<int>(job.type), 0, kNumJobClasses - 1);
+  // Slack left now: the slots by which its start may still slip (0: it must start now).
+  const double hours = std::max(0, job.deadline - job.remaining + 1 - slot) * slot_hours();
+  return hours < 1.0 ? 0 : hours < 4.0 ? 1 : 2;
+}
+
+void decode_action(int action, int heads, int T, int* decisions) {
+  for (int c = heads - 1; c >= 0; --c) {
+    decisions[c] = action % (2 * T);
+    action /= 2 * T;
+  }
+}
+
+int encode_action(const int* decisions, int heads, int T) {
+  int a = 0;
+  for (int c = 0; c < heads; ++c) a = a * 2 * T + decisions[c];
+  return a;
 }
 
 std::vector<int> targets_of(int agent, int num_agents, int neighbours) {

@@ -169,6 +169,7 @@ SlotPlan plan_slot(const std::vector<const Shard*>& sites, const EnvSpec& spec, 
       share.deadline = j.deadline;
       share.remaining = j.remaining;
       share.hops = j.hops;
+      share.cls = cfg.action_class(j, t);
       share.in_transfer = j.available > t;
       share.to.assign(static_cast<std::size_t>(n), 0.0);
       shares.push_back(std::move(share));
@@ -219,49 +220,99 @@ SlotPlan plan_slot(const std::vector<const Shard*>& sites, const EnvSpec& spec, 
   return plan;
 }
 
-int map_to_action(const SlotPlan& plan, const EnvSpec& spec, int site, bool with_deferral) {
+int map_to_action(const SlotPlan& plan, const EnvSpec& spec, int site, bool with_deferral,
+                  bool class_deferral) {
   const auto& tg = spec.targets[static_cast<std::size_t>(site)];
-  const int T = static_cast<int>(tg.size());
+  const int T = static_cast<int>(tg.size()), C = spec.num_heads();
+  MARLSCHED_CHECK(C <= Config::kNumJobClasses, "geodc has at most 3 job classes");
   const auto& jobs = plan.jobs[static_cast<std::size_t>(site)];
   const int me = static_cast<int>(std::find(tg.begin(), tg.end(), site) - tg.begin());
-  std::vector<int> order = {me};  // ties: run-fit before deferral, the site itself first
-  for (int k = 0; k < T; ++k)
-    if (k != me) order.push_back(k);
-  if (with_deferral) {
-    order.push_back(T + me);
-    for (int k = 0; k < T; ++k)
-      if (k != me) order.push_back(T + k);
-  }
-  int best = me;
-  double best_score = -1;
-  for (int action : order) {
-    const bool defer = action >= T;
-    const int target = tg[static_cast<std::size_t>(defer ? action - T : action)];
+  // Shard::act's rule job by job under the per-class decisions d: the LP's share of what it does.
+  auto score = [&](const int* d) {
     int idle = plan.free_now[static_cast<std::size_t>(site)];
-    double score = 0;
-    for (const auto& j : jobs) {  // Shard::act's rule, job by job
+    double sum = 0;
+    for (const auto& j : jobs) {
       if (j.in_transfer) continue;
+      const int decision = d[C == 1 ? 0 : j.cls];
+      const bool defer = decision >= T;
+      const int target = tg[static_cast<std::size_t>(defer ? decision - T : decision)];
       const bool urgent = plan.slot >= j.deadline - j.remaining + 1;
       if ((!defer || urgent) && j.gpus <= idle) {
         idle -= j.gpus;
-        score += j.now;
+        sum += j.now;
         continue;
       }
       const bool forward = target != site && j.hops < plan.max_hops && (defer ? !urgent : true);
       if (forward) {
-        score += j.to[static_cast<std::size_t>(target)];
+        sum += j.to[static_cast<std::size_t>(target)];
         continue;
       }
       double elsewhere = 0;  // kept: right where the plan starts it later here or not at all
       for (double v : j.to) elsewhere += v;
-      score += 1.0 - j.now - elsewhere;
+      sum += 1.0 - j.now - elsewhere;
     }
-    if (score > best_score + 1e-9) {
-      best_score = score;
+    return sum;
+  };
+  // Candidates in tie order: run-fit before deferral, the site itself first.
+  auto candidates = [&](bool deferral) {
+    std::vector<int> order = {me};
+    for (int k = 0; k < T; ++k)
+      if (k != me) order.push_back(k);
+    if (deferral) {
+      order.push_back(T + me);
+      for (int k = 0; k < T; ++k)
+        if (k != me) order.push_back(T + k);
+    }
+    return order;
+  };
+  int d[Config::kNumJobClasses];
+  int best = me;
+  double best_score = -1;
+  for (int action : candidates(with_deferral)) {
+    std::fill(d, d + C, action);
+    const double v = score(d);
+    if (v > best_score + 1e-9) {
+      best_score = v;
       best = action;
     }
   }
-  return best;
+  std::fill(d, d + C, best);
+  if (C == 1) return best;
+  const std::vector<int> per_class = candidates(with_deferral || class_deferral);
+  if (spec.num_actions() <= kMapExhaustive) {
+    // Every combination, each class's decisions in tie order (an odometer over them).
+    int chosen = encode_action(d, C, T);
+    std::vector<std::size_t> at(static_cast<std::size_t>(C), 0);
+    for (;;) {
+      for (int c = 0; c < C; ++c) d[c] = per_class[at[static_cast<std::size_t>(c)]];
+      const double v = score(d);
+      if (v > best_score + 1e-9) {
+        best_score = v;
+        chosen = encode_action(d, C, T);
+      }
+      int c = C - 1;
+      while (c >= 0 && ++at[static_cast<std::size_t>(c)] == per_class.size())
+        at[static_cast<std::size_t>(c--)] = 0;
+      if (c < 0) break;
+    }
+    return chosen;
+  }
+  // Larger spaces: each class's decision in turn, given the others' (two sweeps).
+  for (int sweep = 0; sweep < 2; ++sweep)
+    for (int c = 0; c < C; ++c) {
+      double top = -1;
+      int chosen = d[c];
+      for (int action : per_class) {
+        d[c] = action;
+        const double v = score(d);
+        if (v > top + 1e-9) {
+          top = v;
+          chosen = action;
+        }
+      }
+      d[c] = chosen;
+    }
+  return encode_action(d, C, T);
 }
 
 namespace {
@@ -297,7 +348,8 @@ class Mpc final : public Policy {
       solve_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       ++solves_;
       for (int a = 0; a < k; ++a)
-        actions[static_cast<std::size_t>(c * k + a)] = map_to_action(plan, *in.spec, a);
+        actions[static_cast<std::size_t>(c * k + a)] =
+            map_to_action(plan, *in.spec, a, false, known_arrivals_);
     }
   }
 

@@ -38,6 +38,7 @@ struct SlotPlan {
   struct JobShare {
     std::uint64_t id = 0;
     int gpus = 0, deadline = 0, remaining = 0, hops = 0;
+    int cls = 0;                ///< its class for the action (Config::action_class)
     bool in_transfer = false;   ///< not yet here: act() leaves it alone
     double now = 0, later = 0;  ///< started here now, started here later
     std::vector<double> to;     ///< [destination agent]: started there
@@ -70,8 +71,17 @@ SlotPlan plan_slot(const std::vector<const Shard*>& sites, const EnvSpec& spec, 
 /// actions, and with `with_deferral` the T deferral actions too. The baselines leave deferral
 /// out: it holds every non-urgent job of the site, so a plan that starts some jobs now and others
 /// later ends up deferring them all (on training seeds it lost at every horizon tried;
-/// docs/envs/geodc.md, "MPC baselines").
-int map_to_action(const SlotPlan& plan, const EnvSpec& spec, int site, bool with_deferral = false);
+/// docs/envs/geodc.md, "MPC baselines"). With job classes (--action-classes) the action is one
+/// (mode, target) per class: starting from the best action that takes one decision for every
+/// class, every combination of the classes' decisions is scored, each class's candidates in the
+/// tie order, and a better one taken; above kMapExhaustive actions, each class's decision in
+/// turn is the best given the others' (two sweeps; the classes interact only through the GPUs
+/// that earlier jobs take). With `class_deferral` the classes' candidates include deferral (it
+/// holds only that class's jobs): the hindsight schedule maps so; the MPC baselines do not (on
+/// training seeds it made them worse, docs/envs/geodc.md, "Job classes").
+int map_to_action(const SlotPlan& plan, const EnvSpec& spec, int site, bool with_deferral = false,
+                  bool class_deferral = false);
+constexpr int kMapExhaustive = 4096;  ///< map_to_action scores every action up to this many
 
 /// The MPC baselines: "mpc" and "mpc-oracle", each optionally with ":H", the horizon in slots
 /// (default kMpcHorizon); and "hindsight" (default horizon kHindsightHorizon): the oracle MPC

@@ -67,7 +67,9 @@ struct EnvSpec {
   /// target t, or defer and send to it; an agent is one of its own targets). Every agent has the
   /// same T. Heuristics read it to find an agent's options; a per-target actor (MAPPO
   /// --actor targets) scores each (mode, target) pair from the agent's observation and the
-  /// target's features, so that its size does not depend on the agent count. Empty: none.
+  /// target's features, so that its size does not depend on the agent count. With
+  /// action_heads as well, every head is such a (mode, target) decision, for one class of work
+  /// (geodc --action-classes). Empty: none.
   std::vector<std::vector<int>> targets;
   /// Static features of each (agent, target) pair (e.g. the transfer time between their
   /// regions): target_features[i] holds T x target_feature_names.size() floats, target-major.
@@ -84,8 +86,14 @@ struct EnvSpec {
   int obs_index(const std::string& field) const;
   /// Targets per agent (T); 0 without a targeted action space.
   int num_targets() const { return targets.empty() ? 0 : static_cast<int>(targets[0].size()); }
-  /// Decision modes per target (num_actions() / T); 0 without a targeted action space.
-  int num_modes() const { return targets.empty() ? 0 : num_actions() / num_targets(); }
+  /// Decision modes per target (one head's actions / T); 0 without a targeted action space.
+  int num_modes() const {
+    return targets.empty()
+               ? 0
+               : (action_heads.empty() ? num_actions() : action_heads.back()) / num_targets();
+  }
+  /// Heads of a targeted action space (action_heads.size(), 1 without heads).
+  int num_heads() const { return action_heads.empty() ? 1 : static_cast<int>(action_heads.size()); }
 };
 
 /// Work handed from one shard to another (a job, a query). The payload is opaque to the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <tuple>
 
 #include "agents/es/es.hpp"
 #include "agents/exported/torchscript_policy.hpp"
@@ -231,15 +232,25 @@ TEST(Es, ActMatchesTheReferenceForward) {
     targeted.targets.push_back({i, (i + 1) % n, (i + n - 1) % n});
     targeted.target_features.push_back({0.f, 0.5f + 0.1f * static_cast<float>(i), 2.f});
   }
-  for (const auto& [actor, hidden] : {std::pair<std::string, std::vector<int>>{"agent", {}},
-                                      {"agent", {5}},
-                                      {"targets", {}},
-                                      {"targets", {5}}}) {
+  // The same with one (mode, target) head per class of work (geodc --action-classes): 2 heads
+  // of 6, 36 actions; ES scores each head, act() takes each head's best.
+  EnvSpec factored = targeted;
+  factored.action_heads = {6, 6};
+  factored.action_names.clear();
+  for (int a = 0; a < 36; ++a) factored.action_names.push_back("a" + std::to_string(a));
+  for (const auto& [actor, hidden, heads] :
+       {std::tuple<std::string, std::vector<int>, bool>{"agent", {}, false},
+        {"agent", {5}, false},
+        {"targets", {}, false},
+        {"targets", {5}, false},
+        {"agent", {}, true},
+        {"targets", {}, true},
+        {"targets", {5}, true}}) {
     EsConfig c = small();
     c.hidden = hidden;
     c.actor = actor;
     c.init_scale = 1.0;
-    const EnvSpec& spec = actor == "targets" ? targeted : b.spec;
+    const EnvSpec& spec = heads ? factored : actor == "targets" ? targeted : b.spec;
     Es l(c, spec, self, n, first, k, copies, 11);
     Rng r(5);
     std::vector<float> obs(static_cast<std::size_t>(n * b.spec.obs_dim()));
@@ -279,11 +290,18 @@ TEST(Es, ActMatchesTheReferenceForward) {
         const auto lg = l.logits(in.global[0], kk);
         EXPECT_EQ(a[static_cast<std::size_t>(kk)],
                   std::max_element(lg.begin(), lg.end()) - lg.begin())
-            << actor << ", hidden " << hidden.size() << ", input " << t << ", agent " << first + kk;
+            << actor << ", hidden " << hidden.size() << ", heads " << heads << ", input " << t
+            << ", agent " << first + kk;
       }
     }
-    if (actor != "targets") continue;
-    // The exported per-target policy (one rank holding every agent) acts as the learner.
+    if (heads) {  // the flat logits are the sums of the heads' logits
+      const auto lg = l.logits(input(1).global[0], 0);
+      ASSERT_EQ(lg.size(), 36u);
+      EXPECT_NEAR(lg[7] + lg[0], lg[1] + lg[6], 1e-4);  // (1,1)+(0,0) = (0,1)+(1,0)
+    }
+    if (actor != "targets" && !heads) continue;
+    // The exported per-target (or factored) policy, one rank holding every agent, acts as the
+    // learner.
     Es whole(c, spec, self, n, 0, n, copies, 13);
     const auto dir = test::temp_dir("es-export-targets");
     export_learners("es", {&whole}, dir + "/policy.pt", R"({"format": "marlsched-policy"})", false);
@@ -291,9 +309,10 @@ TEST(Es, ActMatchesTheReferenceForward) {
       const auto lg = whole.logits(g, a);
       return static_cast<int>(std::max_element(lg.begin(), lg.end()) - lg.begin());
     });
-    // Its θ does not depend on the agent count: (own observation 2, target row 4, bias) x 2 modes.
-    if (hidden.empty()) {
-      EXPECT_EQ(whole.parameter_count(), (2 + 4 + 1) * 2);
+    // Its θ does not depend on the agent count: (own observation 2, target row 4, bias) x 2 modes
+    // (per head).
+    if (hidden.empty() && actor == "targets") {
+      EXPECT_EQ(whole.parameter_count(), (2 + 4 + 1) * 2 * (heads ? 2 : 1));
     }
     const auto path = dir + "/model.pt";
     whole.save(path);

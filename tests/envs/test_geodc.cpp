@@ -585,3 +585,163 @@ TEST(GeoDc, EpisodeArrivalsMatchTheEpisode) {
   EXPECT_EQ(static_cast<double>(jobs.size()), w.shard(2).counters().at("arrived"));
   for (std::size_t i = 1; i < jobs.size(); ++i) EXPECT_LE(jobs[i - 1].arrival, jobs[i].arrival);
 }
+
+TEST(GeoDcClasses, ActionIsOneModeAndTargetPerClass) {
+  geodc::Config cfg;
+  cfg.action_classes = "type";
+  cfg.validate(4);
+  const auto spec = geodc::make_spec(cfg, 4);
+  EXPECT_EQ(spec.action_heads, (std::vector<int>{8, 8, 8}));
+  EXPECT_EQ(spec.num_actions(), 512);
+  EXPECT_EQ(spec.num_modes(), 2);
+  EXPECT_EQ(spec.num_heads(), 3);
+  EXPECT_EQ(spec.action_names[8 * 8 * 1 + 8 * 2 + 4 + 3],
+            "gan:run-fit/overflow->1:DE-LU mlm:run-fit/overflow->2:SG sd:defer/send->3:JP-TK");
+  int d[3];
+  for (int a : {0, 7, 8, 63, 64, 300, 511}) {
+    geodc::decode_action(a, 3, 4, d);
+    EXPECT_EQ(geodc::encode_action(d, 3, 4), a);
+  }
+  geodc::decode_action(8 * 8 * 1 + 8 * 2 + 7, 3, 4, d);
+  EXPECT_EQ(d[0], 1);
+  EXPECT_EQ(d[1], 2);
+  EXPECT_EQ(d[2], 7);
+  // Slack classes: under an hour, one to four hours, more.
+  geodc::Config sc;
+  sc.action_classes = "slack";
+  geodc::Job j;
+  j.remaining = 4;
+  j.deadline = 10;  // may start until slot 7
+  EXPECT_EQ(sc.action_class(j, 7), 0);
+  EXPECT_EQ(sc.action_class(j, 4), 0);  // 3 slots of slack: 45 minutes
+  EXPECT_EQ(sc.action_class(j, 3), 1);  // 4 slots: an hour
+  j.deadline = 30;
+  EXPECT_EQ(sc.action_class(j, 10), 2);  // 17 slots
+  EXPECT_EQ(cfg.action_class(j, 0), 0);  // type: a GAN job
+  j.type = geodc::kSdFt;
+  EXPECT_EQ(cfg.action_class(j, 0), 2);
+  geodc::Config none;
+  EXPECT_EQ(none.action_class(j, 0), 0);
+}
+
+TEST(GeoDcClasses, EachClassFollowsItsOwnDecision) {
+  // Every job waits at site 0 (defer, nothing urgent), then site 0 acts with one decision per
+  // job type: GAN jobs overflow to 1, MLM jobs stay, SD jobs are sent to 2.
+  geodc::Config cfg;
+  cfg.action_classes = "type";
+  cfg.arrival_rates = {200, 0.1, 0.1, 0.1};
+  cfg.gpus = {1, 48, 32, 48};  // nothing but a 1-GPU job fits at site 0
+  LocalWorld w(cfg, 4);
+  w.reset(3, 0);
+  const int defer_here = geodc::encode_action(std::vector<int>{4, 4, 4}.data(), 3, 4);
+  const int stay = geodc::encode_action(std::vector<int>{1, 2, 3}.data(), 3, 4);
+  w.step({defer_here, stay, stay, stay});
+  std::map<int, int> queued;
+  for (const auto& j : w.shard(0).queue()) queued[j.type] += 1;
+  ASSERT_GT(queued[geodc::kMlmFt], 0);
+  ASSERT_GT(queued[geodc::kSdFt], 0);
+  const int split = geodc::encode_action(std::vector<int>{1, 0, 4 + 2}.data(), 3, 4);
+  const auto before = w.totals();
+  const auto& spec = w.factory->spec();
+  auto g = w.observe();
+  GlobalObs view{g.data(), 4, spec.obs_dim()};
+  std::vector<WorkRecord> out;
+  const auto queue = w.shard(0).queue();
+  w.shards[0]->act(split, view, out);
+  std::map<std::uint64_t, int> dest;
+  for (const auto& r : out) {
+    geodc::Job f;
+    std::memcpy(&f, r.payload.data(), sizeof f);
+    dest[f.id] = r.dest;
+  }
+  for (const auto& j : queue) {
+    const bool started = std::any_of(w.shard(0).running().begin(), w.shard(0).running().end(),
+                                     [&](const geodc::Job& r) { return r.id == j.id; });
+    if (started) {
+      EXPECT_EQ(j.gpus, 1);
+      continue;
+    }
+    const bool urgent = 1 >= j.deadline - j.remaining + 1;
+    const int to = dest.count(j.id) ? dest[j.id] : 0;
+    const int want = j.type == geodc::kGanFt ? 1 : j.type == geodc::kMlmFt ? 0 : urgent ? 0 : 2;
+    EXPECT_EQ(to, want) << "job " << j.id << " of type " << j.type;
+  }
+  EXPECT_GT(before.at("arrived"), 0);
+}
+
+TEST(GeoDcClasses, RulesTakeOneDecisionForEveryClassAndConfigIsChecked) {
+  geodc::Config cfg;
+  cfg.action_classes = "slack";
+  LocalWorld w(cfg, 4);
+  const auto& spec = w.factory->spec();
+  w.reset(2, 0);
+  auto g = w.observe();
+  PolicyInput in;
+  in.spec = &spec;
+  in.copies = 1;
+  in.num_agents = in.local_agents = 4;
+  in.first_agent = 0;
+  std::vector<GlobalObs> views{GlobalObs{g.data(), 4, spec.obs_dim()}};
+  in.global = views;
+  std::vector<int> episode_step{0};
+  in.episode_step = episode_step;
+  std::vector<int> actions;
+  for (const char* rule : {"local-only", "least-loaded", "guarded-overflow"}) {
+    auto p = find_env("geodc").make_baseline(rule, spec, 1);
+    ASSERT_TRUE(p) << rule;
+    p->act(in, actions);
+    ASSERT_EQ(actions.size(), 4u);
+    for (int a : actions) {
+      int d[3];
+      geodc::decode_action(a, 3, 4, d);
+      EXPECT_EQ(d[0], d[1]) << rule;
+      EXPECT_EQ(d[1], d[2]) << rule;
+    }
+  }
+  geodc::Config bad;
+  bad.action_classes = "size";
+  EXPECT_THROW(bad.validate(4), ConfigError);
+  bad.action_classes = "type";
+  bad.replicate_sites = true;
+  EXPECT_THROW(bad.validate(64), ConfigError);  // (2·64)^3 actions
+  bad.neighbours = 3;
+  EXPECT_NO_THROW(bad.validate(64));
+}
+
+TEST(GeoDcClasses, MappingRuleTakesADecisionPerClass) {
+  geodc::Config cfg;
+  cfg.action_classes = "type";
+  const auto spec = geodc::make_spec(cfg, 4);
+  geodc::SlotPlan p;
+  p.slot = 0;
+  p.max_hops = 1;
+  p.free_now = {16, 16, 16, 16};
+  p.jobs.resize(4);
+  auto job = [](int cls, std::vector<double> to, double now, double later) {
+    geodc::SlotPlan::JobShare j;
+    j.gpus = 8;
+    j.deadline = 50;
+    j.remaining = 4;
+    j.cls = cls;
+    j.to = std::move(to);
+    j.now = now;
+    j.later = later;
+    return j;
+  };
+  // The GAN job runs here now; the MLM job, which fits too, is started later here; the SD job
+  // goes to 3 (it fits once the MLM job waits).
+  p.jobs[1] = {job(0, {0, 0, 0, 0}, 1, 0), job(1, {0, 0, 0, 0}, 0, 1), job(2, {0, 0, 0, 1}, 0, 0)};
+  for (std::size_t k = 0; k < 3; ++k) p.jobs[1][k].id = k;
+  int d[3];
+  geodc::decode_action(geodc::map_to_action(p, spec, 1, false, true), 3, 4, d);
+  EXPECT_EQ(d[0], 1);      // run-fit here
+  EXPECT_EQ(d[1], 4 + 1);  // defer here: it waits
+  EXPECT_EQ(d[2], 4 + 3);  // defer and send to 3: it would start here under run-fit
+  // Without deferral the MLM job runs now (it fits), and the SD job overflows to 3.
+  geodc::decode_action(geodc::map_to_action(p, spec, 1), 3, 4, d);
+  EXPECT_LT(d[0], 4);
+  EXPECT_LT(d[1], 4);
+  EXPECT_EQ(d[2], 3);
+  // One decision for every class could not do it: the best of those agrees on two jobs.
+  EXPECT_EQ(geodc::map_to_action(p, geodc::make_spec(geodc::Config{}, 4), 1) % 4, 3);
+}
