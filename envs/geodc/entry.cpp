@@ -41,6 +41,13 @@ class GeoDcFactory final : public EnvFactory {
     if (std::isnan(r.utility))
       std::cout << "oracle bound: skipped, the relaxation would exceed " << r.columns
                 << " columns at " << shards.size() << " sites (docs/envs/geodc.md)" << std::endl;
+    if (r.lagrangian && !told_lagrangian_) {
+      told_lagrangian_ = true;
+      std::cout << "oracle bound: the LP's Lagrangian dual (" << r.columns << " columns, more than "
+                << kExactBoundColumns << " solved exactly; docs/envs/geodc.md), first episode "
+                << r.utility << " after " << r.iterations
+                << " steps, a feasible point of the LP at " << r.lp_lower << std::endl;
+    }
     return r.utility;
   }
   std::vector<std::string> input_notes() const override {
@@ -48,6 +55,7 @@ class GeoDcFactory final : public EnvFactory {
   }
 
  private:
+  mutable bool told_lagrangian_ = false;  ///< the note on the Lagrangian bound, printed once
   std::shared_ptr<const Config> cfg_;
   std::shared_ptr<const EnvSpec> spec_;
   std::vector<std::shared_ptr<const SiteData>> sites_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "core/error.hpp"
 
@@ -109,10 +110,107 @@ double solve(const Columns& c, const std::vector<int>& capacity, int T) {
   return lp.objectiveValue();
 }
 
+/// One column in the Lagrangian's compact form: job `job` runs at agent `site` over slots
+/// [first, last] on `gpus` GPUs, worth `value` in the objective.
+struct LagColumn {
+  int job, site, first, last;
+  double gpus, value;
+};
+
+/// The Lagrangian dual of the capacity rows (utility_bound's comment): the lowest upper bound
+/// found, and a greedy feasible value of the LP below it.
+BoundResult lagrangian(const std::vector<LagColumn>& cols, int jobs,
+                       const std::vector<int>& capacity, int T, double constant) {
+  constexpr int kSteps = 400;
+  constexpr double kGap = 0.005;
+  const int n = static_cast<int>(capacity.size());
+  const auto NT = static_cast<std::size_t>(n) * static_cast<std::size_t>(T);
+  std::vector<double> lambda(NT, 0.0), sub(NT),
+      prefix(static_cast<std::size_t>(n) * static_cast<std::size_t>(T + 1));
+  std::vector<double> best_r(static_cast<std::size_t>(jobs));
+  std::vector<int> chosen(static_cast<std::size_t>(jobs)), order(static_cast<std::size_t>(jobs));
+  std::vector<double> load(NT);
+  BoundResult r;
+  r.lagrangian = true;
+  r.columns = static_cast<int>(cols.size());
+  double upper = std::numeric_limits<double>::infinity(), lower = -upper, theta = 2.0;
+  int stalled = 0;
+  auto at = [T](int s, int u) {
+    return static_cast<std::size_t>(s) * static_cast<std::size_t>(T) + static_cast<std::size_t>(u);
+  };
+  for (int k = 0; k < kSteps; ++k) {
+    r.iterations = k + 1;
+    for (int s = 0; s < n; ++s) {
+      double* p = prefix.data() + static_cast<std::size_t>(s) * static_cast<std::size_t>(T + 1);
+      p[0] = 0;
+      for (int u = 0; u < T; ++u) p[u + 1] = p[u] + lambda[at(s, u)];
+    }
+    std::fill(best_r.begin(), best_r.end(), 0.0);
+    std::fill(chosen.begin(), chosen.end(), -1);
+    for (std::size_t i = 0; i < cols.size(); ++i) {
+      const LagColumn& c = cols[i];
+      const double* p =
+          prefix.data() + static_cast<std::size_t>(c.site) * static_cast<std::size_t>(T + 1);
+      const double v = c.value - c.gpus * (p[c.last + 1] - p[c.first]);
+      if (v > best_r[static_cast<std::size_t>(c.job)]) {
+        best_r[static_cast<std::size_t>(c.job)] = v;
+        chosen[static_cast<std::size_t>(c.job)] = static_cast<int>(i);
+      }
+    }
+    double value = constant;
+    for (int s = 0; s < n; ++s)
+      for (int u = 0; u < T; ++u) value += lambda[at(s, u)] * capacity[static_cast<std::size_t>(s)];
+    for (double v : best_r) value += v;
+    if (k == 0 || value < upper - 1e-9 * std::max(1.0, std::abs(upper))) {
+      upper = value;
+      stalled = 0;
+    } else if (++stalled >= 10) {
+      theta /= 2;
+      stalled = 0;
+      if (theta < 1e-4) break;  // the steps no longer move the bound
+    }
+    // A feasible point: the chosen columns, best reduced value first, where they still fit.
+    std::fill(load.begin(), load.end(), 0.0);
+    for (int s = 0; s < n; ++s)
+      for (int u = 0; u < T; ++u) sub[at(s, u)] = capacity[static_cast<std::size_t>(s)];
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      const double ra = best_r[static_cast<std::size_t>(a)],
+                   rb = best_r[static_cast<std::size_t>(b)];
+      return ra != rb ? ra > rb : a < b;
+    });
+    double feasible = constant;
+    for (int j : order) {
+      const int ci = chosen[static_cast<std::size_t>(j)];
+      if (ci < 0) continue;
+      const LagColumn& c = cols[static_cast<std::size_t>(ci)];
+      for (int u = c.first; u <= c.last; ++u) sub[at(c.site, u)] -= c.gpus;  // the subgradient
+      bool fits = true;
+      for (int u = c.first; u <= c.last && fits; ++u)
+        fits = load[at(c.site, u)] + c.gpus <= capacity[static_cast<std::size_t>(c.site)] + 1e-9;
+      if (!fits) continue;
+      for (int u = c.first; u <= c.last; ++u) load[at(c.site, u)] += c.gpus;
+      feasible += c.value;
+    }
+    lower = std::max(lower, feasible);
+    if (upper - lower <= kGap * std::max(1.0, std::abs(upper))) break;
+    double norm = 0;  // of the projected subgradient (λ at 0 cannot fall further)
+    for (std::size_t q = 0; q < NT; ++q)
+      if (lambda[q] > 0 || sub[q] < 0) norm += sub[q] * sub[q];
+    if (norm <= 0) break;  // the chosen columns fit everywhere: λ is optimal
+    const double step = theta * (value - lower) / norm;
+    for (std::size_t q = 0; q < NT; ++q) lambda[q] = std::max(0.0, lambda[q] - step * sub[q]);
+  }
+  r.utility = upper;
+  r.lp_lower = lower;
+  return r;
+}
+
 }  // namespace
 
 BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Shard*> shards,
-                          std::uint64_t world_seed, const std::vector<std::uint64_t>& shard_seeds) {
+                          std::uint64_t world_seed, const std::vector<std::uint64_t>& shard_seeds,
+                          std::size_t exact_columns) {
   const int n = static_cast<int>(shards.size());
   const int T = cfg.episode_slots;
   MARLSCHED_REQUIRE(n > 0 && static_cast<int>(shard_seeds.size()) == n &&
@@ -130,10 +228,12 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
   const double cheapest = st.cheapest;
   double constant = st.constant;
 
-  // Past this many columns the LP takes minutes and gigabytes (hundreds of sites that can each
-  // reach every other): no bound rather than a stalled evaluation.
-  constexpr std::size_t kMaxColumns = 4'000'000;
+  // The columns are kept in both forms up to `exact_columns` (CLP's), in the compact one only
+  // beyond; past kMaxBoundColumns (gigabytes), no bound rather than a stalled evaluation.
   Columns col;
+  std::vector<LagColumn> lag;
+  std::size_t count = 0;
+  int job = 0;
   col.rows = n * T;  // the capacity rows, then one row per job
   for (int origin = 0; origin < n; ++origin)
     for (const Job& j : arrivals[static_cast<std::size_t>(origin)]) {
@@ -160,12 +260,15 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
           if (on_time && tau + d - 1 <= T - 1) c += cfg.w_work * j.gpus * d * dt;
           if (on_time && violation) c += cfg.w_sla;
           if (c <= 0) continue;  // never worth running: x = 0 is as good
-          if (col.objective.size() >= kMaxColumns) {
+          if (count >= kMaxBoundColumns) {
             BoundResult too_large;
             too_large.utility = std::numeric_limits<double>::quiet_NaN();
-            too_large.columns = static_cast<int>(col.objective.size());
+            too_large.columns = static_cast<int>(count);
             return too_large;
           }
+          ++count;
+          lag.push_back({job, s, tau, last, static_cast<double>(j.gpus), c});
+          if (count > exact_columns) continue;
           col.starts.push_back(static_cast<CoinBigIndex>(col.indices.size()));
           for (int u = tau; u <= last; ++u) {
             col.indices.push_back(s * T + u);
@@ -178,7 +281,9 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
         }
       }
       ++col.rows;
+      ++job;
     }
+  if (count > exact_columns) return lagrangian(lag, job, capacity, T, constant);
   BoundResult r;
   r.columns = static_cast<int>(col.objective.size());
   r.utility = col.objective.empty() ? constant : constant + solve(col, capacity, T);

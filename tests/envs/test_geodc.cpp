@@ -8,6 +8,7 @@
 #include "core/rng.hpp"
 #include "envs/geodc/geodc.hpp"
 #include "envs/geodc/mpc.hpp"
+#include "envs/geodc/oracle.hpp"
 #include "envs/registry.hpp"
 #include "test_util.hpp"
 
@@ -744,4 +745,27 @@ TEST(GeoDcClasses, MappingRuleTakesADecisionPerClass) {
   EXPECT_EQ(d[2], 3);
   // One decision for every class could not do it: the best of those agrees on two jobs.
   EXPECT_EQ(geodc::map_to_action(p, geodc::make_spec(geodc::Config{}, 4), 1) % 4, 3);
+}
+
+// Above kExactBoundColumns the bound is the LP's Lagrangian dual: for any multipliers an upper
+// bound on the LP (weak duality), so never below the exact optimum, and close to it after the
+// subgradient steps; its feasible point of the LP lies below the optimum.
+TEST(GeoDc, LagrangianBoundIsAboveTheLpAndCloseToIt) {
+  geodc::Config cfg;
+  LocalWorld w(cfg, 4);
+  const auto& spec = w.factory->spec();
+  for (std::uint64_t ep = 0; ep < 3; ++ep) {
+    std::vector<std::uint64_t> seeds;
+    for (std::uint64_t a = 1; a <= 4; ++a) seeds.push_back(derive_seed(21, {ep, a}));
+    std::vector<geodc::Shard*> shards;
+    for (int a = 0; a < 4; ++a) shards.push_back(&w.shard(a));
+    const auto exact = geodc::utility_bound(cfg, spec, shards, derive_seed(21, {ep}), seeds);
+    const auto lag = geodc::utility_bound(cfg, spec, shards, derive_seed(21, {ep}), seeds, 0);
+    ASSERT_FALSE(exact.lagrangian);
+    ASSERT_TRUE(lag.lagrangian);
+    EXPECT_EQ(lag.columns, exact.columns);
+    EXPECT_GE(lag.utility, exact.utility - 1e-6) << "episode " << ep;
+    EXPECT_LE(lag.lp_lower, exact.utility + 1e-6) << "episode " << ep;
+    EXPECT_LT(lag.utility - exact.utility, 0.05 * std::abs(exact.utility)) << "episode " << ep;
+  }
 }
