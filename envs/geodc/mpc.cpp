@@ -344,7 +344,8 @@ class Mpc final : public Policy {
                         name_ << " runs on geodc's shards only");
       }
       const auto t0 = std::chrono::steady_clock::now();
-      const SlotPlan plan = plan_slot(sites, *in.spec, forecast_, horizon_, known_arrivals_);
+      const int horizon = horizon_ > 0 ? horizon_ : hindsight_horizon(k);
+      const SlotPlan plan = plan_slot(sites, *in.spec, forecast_, horizon, known_arrivals_);
       solve_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       ++solves_;
       for (int a = 0; a < k; ++a)
@@ -378,7 +379,7 @@ std::unique_ptr<Policy> make_mpc(const std::string& name) {
   const std::string base = name.substr(0, colon);
   if (base != "mpc" && base != "mpc-oracle" && base != "hindsight") return nullptr;
   const bool hindsight = base == "hindsight";
-  int horizon = hindsight ? kHindsightHorizon : kMpcHorizon;
+  int horizon = hindsight ? 0 : kMpcHorizon;  // 0: hindsight_horizon() of the site count
   if (colon != std::string::npos) {
     const std::string text = name.substr(colon + 1);
     char* stop = nullptr;

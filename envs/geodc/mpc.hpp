@@ -84,11 +84,19 @@ int map_to_action(const SlotPlan& plan, const EnvSpec& spec, int site, bool with
 constexpr int kMapExhaustive = 4096;  ///< map_to_action scores every action up to this many
 
 /// The MPC baselines: "mpc" and "mpc-oracle", each optionally with ":H", the horizon in slots
-/// (default kMpcHorizon); and "hindsight" (default horizon kHindsightHorizon): the oracle MPC
+/// (default kMpcHorizon); and "hindsight" (default horizon hindsight_horizon()): the oracle MPC
 /// that also knows the arrivals, the lower end of the bracket on the optimum that evaluations
 /// print (EnvEntry::hindsight_schedule), not a baseline; nullptr for any other name.
 std::unique_ptr<Policy> make_mpc(const std::string& name);
 constexpr int kMpcHorizon = 8;         ///< tuned on training seeds (docs/envs/geodc.md)
 constexpr int kHindsightHorizon = 32;  ///< tuned on training seeds (docs/envs/geodc.md)
+/// The hindsight schedule's horizon above kHindsightSmall sites, where the 32-slot LP costs
+/// seconds per decision and did no better on training seeds (docs/envs/geodc.md).
+constexpr int kHindsightHorizonAtScale = 16;
+constexpr int kHindsightSmall = 8;
+/// The hindsight schedule's default horizon at `sites` sites.
+inline int hindsight_horizon(int sites) {
+  return sites <= kHindsightSmall ? kHindsightHorizon : kHindsightHorizonAtScale;
+}
 
 }  // namespace marlsched::geodc

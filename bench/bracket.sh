@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The bracket on the optimum at each rung of the geodc ladder, without the learners: every
+# baseline (the MPCs included), the LP bound and the feasible hindsight schedule on the ladder's
+# held-out episodes (eval seed 1000, 32 episodes on 32 copies, one rank), on synthetic traces and
+# on July-December of the real 2023 traces (the episodes of the own-grid and zero-shot
+# protocols), with the wall time of each evaluation.
+#   bash bench/bracket.sh OUT [RUNG...]      e.g. bash bench/bracket.sh runs/bracket 32 128
+# Rungs as in bench/ladder.sh (default 32 128): 4 = launch/configs/main.toml's sites; more =
+# those four zones replicated with 3 ring neighbours per site. OUT/RUNG-TRACES.log holds each
+# table; OUT/bracket.md the summary.
+set -euo pipefail
+[ $# -ge 1 ] || { echo "usage: bash bench/bracket.sh OUT [RUNG...]" >&2; exit 2; }
+OUT=$1
+shift
+RUNGS=("$@")
+[ ${#RUNGS[@]} -gt 0 ] || RUNGS=(32 128)
+for r in "${RUNGS[@]}"; do
+  [[ "$r" =~ ^[1-9][0-9]*$ ]] && [ "$r" -ge 4 ] || { echo "bracket.sh: a rung is a site count >= 4, got '$r'" >&2; exit 2; }
+done
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+source "$HERE/launch/env.sh"
+BIN=${MARLSCHED_BIN:-$MARLSCHED_BUILD/launch/marlsched}
+[ -x "$BIN" ] || { echo "bracket.sh: no $BIN (build first: bash launch/build.sh)" >&2; exit 2; }
+DATA=${MARLSCHED_DATA:-$HERE/../shared/data}
+TRACES=(synthetic)
+if [ -d "$DATA/carbon_intensity" ] && [ -d "$DATA/electricity_prices" ]; then
+  TRACES+=(real)
+else
+  echo "bracket.sh: no $DATA/{carbon_intensity,electricity_prices}: the real traces are skipped"
+fi
+carbon=() price=()
+for z in US-CAL-CISO DE-LU SG JP-TK; do
+  carbon+=("$DATA/carbon_intensity/${z}_2023_hourly.csv")
+  price+=("$DATA/electricity_prices/${z}_electricity_prices_2023.csv")
+done
+mkdir -p "$OUT"
+{
+  echo "| sites | traces | oracle bound | hindsight schedule | best baseline | its mean | its gap to the schedule | wall s |"
+  echo "|--:|:--|--:|--:|:--|--:|--:|--:|"
+} > "$OUT/bracket.md"
+for n in "${RUNGS[@]}"; do
+  flags=(--config "$HERE/launch/configs/main.toml" --agents-per-rank "$n")
+  [ "$n" -gt 4 ] && flags+=(--replicate-sites --site-neighbours 3)
+  for tr in "${TRACES[@]}"; do
+    extra=()
+    [ "$tr" = real ] && extra=(--carbon-files "${carbon[@]}" --price-files "${price[@]}"
+      --trace-start "2023-07-01 00:00" --trace-days 183)
+    log="$OUT/$n-$tr.log"
+    echo "== $n sites, $tr traces"
+    t0=$(date +%s.%N)
+    "$BIN" baselines "${flags[@]}" "${extra[@]}" --eval-bound > "$log" 2>&1 || { tail -5 "$log"; exit 1; }
+    secs=$(echo "$(date +%s.%N) $t0" | awk '{printf "%.0f", $1 - $2}')
+    /usr/bin/python3 - "$log" "$n" "$tr" "$secs" >> "$OUT/bracket.md" <<'PY'
+import re, sys
+log, n, tr, secs = sys.argv[1:]
+text = open(log).read()
+bound = re.search(r"^oracle bound .*?: ([-\d.]+) per episode", text, re.M)
+floor = re.search(r"^hindsight schedule .*?: ([-\d.]+) per episode", text, re.M)
+rows, header = {}, None
+for line in text.splitlines():
+    cells = line.split()
+    if cells[:2] == ["policy", "utility"]:
+        header = cells
+    elif header and len(cells) == len(header) and not line.startswith("mean_"):
+        try:
+            rows[cells[0]] = float(cells[1])
+        except ValueError:
+            pass
+best = max(rows, key=rows.get)
+b, f = float(bound.group(1)), float(floor.group(1))
+print(f"| {n} | {tr} | {b:.2f} | {f:.2f} | {best} | {rows[best]:.2f} | {100 * (f - rows[best]) / abs(f):.1f} % | {secs} |")
+PY
+    tail -1 "$OUT/bracket.md"
+  done
+done
+echo "bracket: the table is $OUT/bracket.md"
