@@ -84,7 +84,7 @@ struct Es::Impl {
   int T, R, modes, H, hn, nl;
   int n, first, k, e, d, pub, in, na;
   std::uint64_t seed;
-  std::vector<int> sizes;        // in, hidden..., na
+  std::vector<int> sizes;        // in, hidden..., outputs per scored row
   std::vector<float> theta;      // per layer: weight [out][in] row-major, then bias [out]
   std::vector<double> moments;   // count, sum[in], sum of squares[in] over every visited input
   std::vector<double> pending;   // the same for this iteration (this rank)

@@ -34,7 +34,8 @@ import numpy as np
 
 # The env's description, copied from the reference file when it has them.
 ENV_ATTRIBUTES = ("env", "config", "observation_space", "action_space", "obs_fields",
-                  "num_public_obs_fields", "action_names", "action_targets", "reward_components",
+                  "num_public_obs_fields", "action_names", "action_targets", "action_heads",
+                  "reward_components",
                   "mean_components", "episode_length", "global_state")
 
 

@@ -239,6 +239,12 @@ struct TrajectoryWriter::Impl {
       }
       h5::write_attr(r, "action_targets", t + "]");
     }
+    if (!s.action_heads.empty()) {  // a factored space: action = (h0·n1 + h1)·n2 + h2 ...
+      std::string h = "[";
+      for (std::size_t i = 0; i < s.action_heads.size(); ++i)
+        h += (i ? ", " : "") + std::to_string(s.action_heads[i]);
+      h5::write_attr(r, "action_heads", h + "]");
+    }
     h5::write_attr(r, "reward_components", s.reward_components);
     // Components that are rates, which reports average over agents instead of summing.
     if (!s.mean_components.empty()) h5::write_attr(r, "mean_components", s.mean_components);
