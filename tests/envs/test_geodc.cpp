@@ -769,3 +769,36 @@ TEST(GeoDc, LagrangianBoundIsAboveTheLpAndCloseToIt) {
     EXPECT_LT(lag.utility - exact.utility, 0.05 * std::abs(exact.utility)) << "episode " << ep;
   }
 }
+
+// Above kMapExhaustive actions (9 targets: 18³ = 5832) the mapping sweeps the classes' decisions
+// in turn; where the classes do not compete for GPUs it finds each class's best.
+TEST(GeoDcClasses, MappingSweepsTheClassesInLargeSpaces) {
+  geodc::Config cfg;
+  cfg.action_classes = "type";
+  cfg.replicate_sites = true;
+  const auto spec = geodc::make_spec(cfg, 9);
+  ASSERT_GT(spec.num_actions(), geodc::kMapExhaustive);
+  geodc::SlotPlan p;
+  p.slot = 0;
+  p.max_hops = 1;
+  p.free_now.assign(9, 24);  // every job fits
+  p.jobs.resize(9);
+  for (int cls = 0; cls < 3; ++cls) {
+    geodc::SlotPlan::JobShare j;
+    j.id = static_cast<std::uint64_t>(cls);
+    j.gpus = 8;
+    j.deadline = 50;
+    j.remaining = 4;
+    j.cls = cls;
+    j.to.assign(9, 0.0);
+    if (cls == 0) j.now = 1;    // runs here now
+    if (cls == 1) j.later = 1;  // runs here later
+    if (cls == 2) j.to[3] = 1;  // runs at 3
+    p.jobs[1].push_back(j);
+  }
+  int d[3];
+  geodc::decode_action(geodc::map_to_action(p, spec, 1, false, true), 3, 9, d);
+  EXPECT_EQ(d[0], 1);
+  EXPECT_EQ(d[1], 9 + 1);
+  EXPECT_EQ(d[2], 9 + 3);
+}
