@@ -46,26 +46,28 @@ for n in "${RUNGS[@]}"; do
     [ "$tr" = real ] && extra=(--carbon-files "${carbon[@]}" --price-files "${price[@]}"
       --trace-start "2023-07-01 00:00" --trace-days 183)
     log="$OUT/$n-$tr.log"
-    echo "== $n sites, $tr traces"
-    t0=$(date +%s.%N)
-    "$BIN" baselines "${flags[@]}" "${extra[@]}" --eval-bound > "$log" 2>&1 || { tail -5 "$log"; exit 1; }
-    secs=$(echo "$(date +%s.%N) $t0" | awk '{printf "%.0f", $1 - $2}')
+    if ! grep -q "^hindsight schedule" "$log" 2> /dev/null; then  # a finished one is kept
+      echo "== $n sites, $tr traces"
+      t0=$(date +%s.%N)
+      "$BIN" baselines "${flags[@]}" "${extra[@]}" --eval-bound > "$log" 2>&1 || { tail -5 "$log"; exit 1; }
+      echo "$(date +%s.%N) $t0" | awk '{printf "%.0f\n", $1 - $2}' > "$log.seconds"
+    fi
+    secs=$(cat "$log.seconds" 2> /dev/null || echo "–")
     /usr/bin/python3 - "$log" "$n" "$tr" "$secs" >> "$OUT/bracket.md" <<'PY'
 import re, sys
 log, n, tr, secs = sys.argv[1:]
 text = open(log).read()
 bound = re.search(r"^oracle bound .*?: ([-\d.]+) per episode", text, re.M)
 floor = re.search(r"^hindsight schedule .*?: ([-\d.]+) per episode", text, re.M)
-rows, header = {}, None
+rows, inside = {}, False
 for line in text.splitlines():
     cells = line.split()
     if cells[:2] == ["policy", "utility"]:
-        header = cells
-    elif header and len(cells) == len(header) and not line.startswith("mean_"):
-        try:
-            rows[cells[0]] = float(cells[1])
-        except ValueError:
-            pass
+        inside = True
+    elif inside and (not cells or line.startswith("mean_")):
+        inside = False
+    elif inside:
+        rows[cells[0]] = float(cells[1])
 best = max(rows, key=rows.get)
 b, f = float(bound.group(1)), float(floor.group(1))
 print(f"| {n} | {tr} | {b:.2f} | {f:.2f} | {best} | {rows[best]:.2f} | {100 * (f - rows[best]) / abs(f):.1f} % | {secs} |")
