@@ -24,6 +24,7 @@ Shard::Shard(std::shared_ptr<const Config> cfg, std::shared_ptr<const EnvSpec> s
       agent_(agent),
       site_index_(cfg_.site_of(agent)),
       capacity_(cfg_.gpus[static_cast<std::size_t>(site_index_)]),
+      classes_(cfg_.num_action_classes()),
       pue_(cfg_.pue[static_cast<std::size_t>(site_index_)]),
       trace_start_hour_(trace_start_hour(cfg_)) {}
 
@@ -235,7 +236,7 @@ void Shard::act(int action, const GlobalObs& /*global*/, std::vector<WorkRecord>
   MARLSCHED_CHECK(action >= 0 && action < spec_->num_actions(),
                   "geodc action " << action << " out of range [0, " << spec_->num_actions() << ")");
   // One (mode, target) decision per job class (one for the whole queue without classes).
-  const int C = cfg_.num_action_classes();
+  const int C = classes_;
   int decision[Config::kNumJobClasses];
   decode_action(action, C, T, decision);
   bool defer_of[Config::kNumJobClasses];

@@ -221,6 +221,7 @@ class Shard final : public marlsched::Shard {
   std::shared_ptr<const EnvSpec> spec_;
   std::shared_ptr<const SiteData> site_;
   int agent_, site_index_, capacity_;
+  int classes_;  ///< decisions per action (--action-classes), read once
   double pue_;
   std::int64_t trace_start_hour_;  ///< --trace-start, parsed once
   Rng rng_;
