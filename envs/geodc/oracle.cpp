@@ -78,30 +78,43 @@ std::vector<int> reachable(const Config& cfg, const EnvSpec& spec,
   return earliest;
 }
 
-/// The LP in column form: one column per (job, agent, start slot) worth running, its GPUs on the
-/// capacity rows [a * T + u] of the slots it runs and a 1 on its job's row (rows n * T on).
-struct Columns {
+/// One column of the LP: job `job` (its row is n * T + job) runs at agent `site` over slots
+/// [first, last] on `gpus` GPUs (on the capacity rows [site * T + u]), worth `value` in the
+/// objective.
+struct Column {
+  int job, site, first, last;
+  double gpus, value;
+};
+
+/// Maximises the columns' objective under the capacity and once-per-job rows with CLP.
+double solve(const std::vector<Column>& cols, int jobs, const std::vector<int>& capacity, int T) {
+  const int n = static_cast<int>(capacity.size()), rows = n * T + jobs;
   std::vector<CoinBigIndex> starts;
   std::vector<int> lengths, indices;
   std::vector<double> values, objective;
-  int rows = 0;
-};
-
-/// Maximises the columns' objective under the capacity and once-per-job rows.
-double solve(const Columns& c, const std::vector<int>& capacity, int T) {
-  const int n = static_cast<int>(capacity.size());
-  const CoinPackedMatrix matrix(true, c.rows, static_cast<int>(c.objective.size()),
-                                static_cast<CoinBigIndex>(c.values.size()), c.values.data(),
-                                c.indices.data(), c.starts.data(), c.lengths.data());
-  std::vector<double> col_lo(c.objective.size(), 0.0), col_hi(c.objective.size(), 1.0);
-  std::vector<double> row_lo(static_cast<std::size_t>(c.rows), -COIN_DBL_MAX);
-  std::vector<double> row_hi(static_cast<std::size_t>(c.rows), 1.0);
+  for (const Column& c : cols) {
+    starts.push_back(static_cast<CoinBigIndex>(indices.size()));
+    for (int u = c.first; u <= c.last; ++u) {
+      indices.push_back(c.site * T + u);
+      values.push_back(c.gpus);
+    }
+    indices.push_back(n * T + c.job);
+    values.push_back(1.0);
+    lengths.push_back(c.last - c.first + 2);
+    objective.push_back(c.value);
+  }
+  const CoinPackedMatrix matrix(true, rows, static_cast<int>(objective.size()),
+                                static_cast<CoinBigIndex>(values.size()), values.data(),
+                                indices.data(), starts.data(), lengths.data());
+  std::vector<double> col_lo(objective.size(), 0.0), col_hi(objective.size(), 1.0);
+  std::vector<double> row_lo(static_cast<std::size_t>(rows), -COIN_DBL_MAX);
+  std::vector<double> row_hi(static_cast<std::size_t>(rows), 1.0);
   for (int a = 0; a < n; ++a)
     for (int t = 0; t < T; ++t)
       row_hi[static_cast<std::size_t>(a * T + t)] = capacity[static_cast<std::size_t>(a)];
   ClpSimplex lp;
   lp.setLogLevel(0);
-  lp.loadProblem(matrix, col_lo.data(), col_hi.data(), c.objective.data(), row_lo.data(),
+  lp.loadProblem(matrix, col_lo.data(), col_hi.data(), objective.data(), row_lo.data(),
                  row_hi.data());
   lp.setOptimizationDirection(-1);  // maximise
   lp.dual();
@@ -110,17 +123,10 @@ double solve(const Columns& c, const std::vector<int>& capacity, int T) {
   return lp.objectiveValue();
 }
 
-/// One column in the Lagrangian's compact form: job `job` runs at agent `site` over slots
-/// [first, last] on `gpus` GPUs, worth `value` in the objective.
-struct LagColumn {
-  int job, site, first, last;
-  double gpus, value;
-};
-
 /// The Lagrangian dual of the capacity rows (utility_bound's comment): the lowest upper bound
 /// found, and a greedy feasible value of the LP below it.
-BoundResult lagrangian(const std::vector<LagColumn>& cols, int jobs,
-                       const std::vector<int>& capacity, int T, double constant) {
+BoundResult lagrangian(const std::vector<Column>& cols, int jobs, const std::vector<int>& capacity,
+                       int T, double constant) {
   constexpr int kSteps = 400;
   constexpr double kGap = 0.005;
   const int n = static_cast<int>(capacity.size());
@@ -148,7 +154,7 @@ BoundResult lagrangian(const std::vector<LagColumn>& cols, int jobs,
     std::fill(best_r.begin(), best_r.end(), 0.0);
     std::fill(chosen.begin(), chosen.end(), -1);
     for (std::size_t i = 0; i < cols.size(); ++i) {
-      const LagColumn& c = cols[i];
+      const Column& c = cols[i];
       const double* p =
           prefix.data() + static_cast<std::size_t>(c.site) * static_cast<std::size_t>(T + 1);
       const double v = c.value - c.gpus * (p[c.last + 1] - p[c.first]);
@@ -183,7 +189,7 @@ BoundResult lagrangian(const std::vector<LagColumn>& cols, int jobs,
     for (int j : order) {
       const int ci = chosen[static_cast<std::size_t>(j)];
       if (ci < 0) continue;
-      const LagColumn& c = cols[static_cast<std::size_t>(ci)];
+      const Column& c = cols[static_cast<std::size_t>(ci)];
       for (int u = c.first; u <= c.last; ++u) sub[at(c.site, u)] -= c.gpus;  // the subgradient
       bool fits = true;
       for (int u = c.first; u <= c.last && fits; ++u)
@@ -228,13 +234,9 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
   const double cheapest = st.cheapest;
   double constant = st.constant;
 
-  // The columns are kept in both forms up to `exact_columns` (CLP's), in the compact one only
-  // beyond; past kMaxBoundColumns (gigabytes), no bound rather than a stalled evaluation.
-  Columns col;
-  std::vector<LagColumn> lag;
-  std::size_t count = 0;
-  int job = 0;
-  col.rows = n * T;  // the capacity rows, then one row per job
+  // Past kMaxBoundColumns (gigabytes), no bound rather than a stalled evaluation.
+  std::vector<Column> cols;
+  int job = 0;  // the row of the job in the once-per-job rows
   for (int origin = 0; origin < n; ++origin)
     for (const Job& j : arrivals[static_cast<std::size_t>(origin)]) {
       const int d = j.duration;
@@ -260,33 +262,21 @@ BoundResult utility_bound(const Config& cfg, const EnvSpec& spec, std::vector<Sh
           if (on_time && tau + d - 1 <= T - 1) c += cfg.w_work * j.gpus * d * dt;
           if (on_time && violation) c += cfg.w_sla;
           if (c <= 0) continue;  // never worth running: x = 0 is as good
-          if (count >= kMaxBoundColumns) {
+          if (cols.size() >= kMaxBoundColumns) {
             BoundResult too_large;
             too_large.utility = std::numeric_limits<double>::quiet_NaN();
-            too_large.columns = static_cast<int>(count);
+            too_large.columns = static_cast<int>(cols.size());
             return too_large;
           }
-          ++count;
-          lag.push_back({job, s, tau, last, static_cast<double>(j.gpus), c});
-          if (count > exact_columns) continue;
-          col.starts.push_back(static_cast<CoinBigIndex>(col.indices.size()));
-          for (int u = tau; u <= last; ++u) {
-            col.indices.push_back(s * T + u);
-            col.values.push_back(j.gpus);
-          }
-          col.indices.push_back(col.rows);
-          col.values.push_back(1.0);
-          col.lengths.push_back(last - tau + 2);
-          col.objective.push_back(c);
+          cols.push_back({job, s, tau, last, static_cast<double>(j.gpus), c});
         }
       }
-      ++col.rows;
       ++job;
     }
-  if (count > exact_columns) return lagrangian(lag, job, capacity, T, constant);
+  if (cols.size() > exact_columns) return lagrangian(cols, job, capacity, T, constant);
   BoundResult r;
-  r.columns = static_cast<int>(col.objective.size());
-  r.utility = col.objective.empty() ? constant : constant + solve(col, capacity, T);
+  r.columns = static_cast<int>(cols.size());
+  r.utility = cols.empty() ? constant : constant + solve(cols, job, capacity, T);
   return r;
 }
 
