@@ -58,18 +58,25 @@ expect_error "a teacher the env lacks" 2 "unknown baseline 'mpc' for env coop" -
   "$BIN" train --env coop --algo es --agents-per-rank 4 --es-imitate mpc --es-imitate-iterations 1 --iterations 1 --run-dir mpc3 --quiet
 expect_error "a teacher without rounds" 2 "--es-imitate and --es-imitate-iterations go together" -- \
   "$BIN" train --algo es --agents-per-rank 4 --es-imitate mpc --iterations 1 --run-dir mpc4 --quiet
-# Per-target ES needs a targeted action space (geodc; the coop task has none): a short run at
-# 2 ranks x 2 sites beats random, and a killed run resumes exactly.
-mpi 2 "$BIN" train --agents-per-rank 2 --algo es --es-actor targets --envs-per-rank 8 \
-  --iterations 30 --eval-episodes 4 --traj-every 0 --run-dir es-targets --quiet > es-targets.log
-/usr/bin/python3 - es-targets/eval.csv <<'PY' || fail "per-target es does not beat random"
+# es_beats_random NAME WHAT ARGS...: a short ES run on geodc at 2 ranks x 2 sites with ARGS; its
+# greedy evaluation must score above random's.
+es_beats_random() {
+  local name=$1 what=$2; shift 2
+  mpi 2 "$BIN" train --agents-per-rank 2 --algo es "$@" --envs-per-rank 8 --iterations 30 \
+    --eval-episodes 4 --traj-every 0 --run-dir "$name" --quiet > "$name.log"
+  /usr/bin/python3 - "$name/eval.csv" "$what" <<'PY' || fail "$what does not beat random"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 u = {r["policy"]: float(r["utility"]) for r in rows}
-print(f"es --es-actor targets: utility {u['es (greedy)']:.2f}, random {u['random']:.2f}")
+print(f"{sys.argv[2]}: utility {u['es (greedy)']:.2f}, random {u['random']:.2f}")
 assert u["es (greedy)"] > u["random"], u
 PY
-pass "per-target es beats random on geodc at 2 ranks"
+  pass "$what beats random on geodc at 2 ranks"
+}
+
+# Per-target ES needs a targeted action space (geodc; the coop task has none): a short run at
+# 2 ranks x 2 sites beats random, and a killed run resumes exactly.
+es_beats_random es-targets "per-target es" --es-actor targets
 rm -rf straight crashed
 kill_resume_matches "per-target es" 1:7 train --agents-per-rank 2 --quiet --traj-every 0 \
   --checkpoint-every 5 --algo es --es-actor targets --envs-per-rank 4 --iterations 10 --eval-episodes 1
@@ -80,16 +87,7 @@ expect_error "a per-target ES without targets" 2 "--es-actor targets needs an en
 # space that ES scores head by head. A short per-target run beats random at 2 ranks, a killed run
 # resumes exactly, the DAgger fit from the MPC in that space labels every head; MAPPO's per-target
 # actor, which scores one decision, refuses it.
-mpi 2 "$BIN" train --agents-per-rank 2 --algo es --es-actor targets --action-classes type \
-  --envs-per-rank 8 --iterations 30 --eval-episodes 4 --traj-every 0 --run-dir es-classes --quiet > es-classes.log
-/usr/bin/python3 - es-classes/eval.csv <<'PY' || fail "es with job classes does not beat random"
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-u = {r["policy"]: float(r["utility"]) for r in rows}
-print(f"es --action-classes type: utility {u['es (greedy)']:.2f}, random {u['random']:.2f}")
-assert u["es (greedy)"] > u["random"], u
-PY
-pass "es with job classes beats random on geodc at 2 ranks"
+es_beats_random es-classes "es with job classes" --es-actor targets --action-classes type
 rm -rf straight crashed
 kill_resume_matches "es with job classes" 1:7 train --agents-per-rank 2 --quiet --traj-every 0 \
   --checkpoint-every 5 --algo es --action-classes type --envs-per-rank 4 --iterations 10 --eval-episodes 1
