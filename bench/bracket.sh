@@ -13,38 +13,24 @@ set -euo pipefail
 OUT=$1
 shift
 RUNGS=("$@")
-[ ${#RUNGS[@]} -gt 0 ] || RUNGS=(32 128)
-for r in "${RUNGS[@]}"; do
-  [[ "$r" =~ ^[1-9][0-9]*$ ]] && [ "$r" -ge 4 ] || { echo "bracket.sh: a rung is a site count >= 4, got '$r'" >&2; exit 2; }
-done
-HERE=$(cd "$(dirname "$0")/.." && pwd)
-source "$HERE/launch/env.sh"
-BIN=${MARLSCHED_BIN:-$MARLSCHED_BUILD/launch/marlsched}
-[ -x "$BIN" ] || { echo "bracket.sh: no $BIN (build first: bash launch/build.sh)" >&2; exit 2; }
-DATA=${MARLSCHED_DATA:-$HERE/../shared/data}
+SCRIPT=bracket.sh DEFAULT_RUNGS=(32 128)
+source "$(dirname "$0")/ladder_common.sh"
 TRACES=(synthetic)
-if [ -d "$DATA/carbon_intensity" ] && [ -d "$DATA/electricity_prices" ]; then
+if [ "$HAVE_REAL" = 1 ]; then
   TRACES+=(real)
 else
   echo "bracket.sh: no $DATA/{carbon_intensity,electricity_prices}: the real traces are skipped"
 fi
-carbon=() price=()
-for z in US-CAL-CISO DE-LU SG JP-TK; do
-  carbon+=("$DATA/carbon_intensity/${z}_2023_hourly.csv")
-  price+=("$DATA/electricity_prices/${z}_electricity_prices_2023.csv")
-done
 mkdir -p "$OUT"
 {
   echo "| sites | traces | oracle bound | hindsight schedule | best baseline | its mean | its gap to the schedule | wall s |"
   echo "|--:|:--|--:|--:|:--|--:|--:|--:|"
 } > "$OUT/bracket.md"
 for n in "${RUNGS[@]}"; do
-  flags=(--config "$HERE/launch/configs/main.toml" --agents-per-rank "$n")
-  [ "$n" -gt 4 ] && flags+=(--replicate-sites --site-neighbours 3)
+  read -r -a flags <<< "$(rung_flags "$n" | tr '\n' ' ')"
   for tr in "${TRACES[@]}"; do
     extra=()
-    [ "$tr" = real ] && extra=(--carbon-files "${carbon[@]}" --price-files "${price[@]}"
-      --trace-start "2023-07-01 00:00" --trace-days 183)
+    [ "$tr" = real ] && extra=("${REAL[@]}" "${SECOND_HALF[@]}")
     log="$OUT/$n-$tr.log"
     if ! grep -q "^hindsight schedule" "$log" 2> /dev/null; then  # a finished one is kept
       echo "== $n sites, $tr traces"

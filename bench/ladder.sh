@@ -28,16 +28,8 @@ SEEDS=$1 OUT=$2
 shift 2
 [[ "$SEEDS" =~ ^[1-9][0-9]*$ ]] || { echo "ladder.sh: SEEDS must be a positive integer, got '$SEEDS'" >&2; exit 2; }
 RUNGS=("$@")
-[ ${#RUNGS[@]} -gt 0 ] || RUNGS=(4 8 32 128)
-for r in "${RUNGS[@]}"; do
-  [[ "$r" =~ ^[1-9][0-9]*$ ]] && [ "$r" -ge 4 ] || { echo "ladder.sh: a rung is a site count >= 4, got '$r'" >&2; exit 2; }
-done
-HERE=$(cd "$(dirname "$0")/.." && pwd)
-source "$HERE/launch/env.sh"
-BIN=${MARLSCHED_BIN:-$MARLSCHED_BUILD/launch/marlsched}
-[ -x "$BIN" ] || { echo "ladder.sh: no $BIN (build first: bash launch/build.sh)" >&2; exit 2; }
-DATA=${MARLSCHED_DATA:-$HERE/../shared/data}
-ZONES=(US-CAL-CISO DE-LU SG JP-TK)
+SCRIPT=ladder.sh DEFAULT_RUNGS=(4 8 32 128)
+source "$(dirname "$0")/ladder_common.sh"
 read -r -a PROTOCOLS <<< "${LADDER_PROTOCOLS:-synthetic own-grid zero-shot}"
 for p in "${PROTOCOLS[@]}"; do
   case $p in
@@ -45,29 +37,15 @@ for p in "${PROTOCOLS[@]}"; do
     *) echo "ladder.sh: unknown protocol '$p' (synthetic, own-grid, zero-shot)" >&2; exit 2 ;;
   esac
 done
-if [ ! -d "$DATA/carbon_intensity" ] || [ ! -d "$DATA/electricity_prices" ]; then
+if [ "$HAVE_REAL" = 0 ]; then
   echo "ladder.sh: no $DATA/{carbon_intensity,electricity_prices}: the own-grid and zero-shot protocols are skipped"
   read -r -a PROTOCOLS <<< "$(printf '%s\n' "${PROTOCOLS[@]}" | grep -x synthetic | tr '\n' ' ')"
 fi
-carbon=() price=()
-for z in "${ZONES[@]}"; do
-  carbon+=("$DATA/carbon_intensity/${z}_2023_hourly.csv")
-  price+=("$DATA/electricity_prices/${z}_electricity_prices_2023.csv")
-done
-REAL=(--carbon-files "${carbon[@]}" --price-files "${price[@]}")
-FIRST_HALF=(--trace-start "2023-01-01 00:00" --trace-days 180)
-SECOND_HALF=(--trace-start "2023-07-01 00:00" --trace-days 183)
 read -r -a LEARNERS <<< "${LADDER_LEARNERS:-es es-mpc mappo-mpc}"
 BRACKET_MAX=${LADDER_BRACKET_MAX:-32}
 mkdir -p "$OUT"
 START=$(date +%s)
 
-rung_flags() {  # the env and run options of a rung
-  local n=$1
-  echo --config "$HERE/launch/configs/main.toml" --agents-per-rank "$n"
-  [ "$n" -gt 4 ] && echo --replicate-sites --site-neighbours 3
-  return 0
-}
 es_iterations() {  # the ES iterations of a rung (main.toml's 2000 up to 8 sites)
   local n=$1 it=LADDER_ITERS_$1
   if [ -n "${!it:-}" ]; then echo --iterations "${!it}"
