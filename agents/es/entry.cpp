@@ -17,6 +17,7 @@ LearnerEntry es() {
                    es.check_env(spec);
                    if (!es.imitate.empty())
                      make_heuristic(es.imitate, spec, 0);  // a baseline of this env
+                   if (!es.base.empty()) make_heuristic(es.base, spec, 0);
                  },
                  // One whole episode per copy per iteration.
                  [](const LearnerConfigs&, const EnvSpec& spec) { return spec.episode_length; },
@@ -30,9 +31,14 @@ LearnerEntry es() {
                      teacher = [name = es.imitate, spec = l.spec, seed = l.seed] {
                        return make_heuristic(name, *spec, seed);
                      };
+                   Es::TeacherMaker base;
+                   if (!es.base.empty())
+                     base = [name = es.base, spec = l.spec, seed = l.seed] {
+                       return make_heuristic(name, *spec, seed);
+                     };
                    return std::make_unique<Es>(es, *l.spec, *l.comm, l.num_agents, l.first_agent,
-                                               l.local_agents, l.copies, l.seed,
-                                               std::move(teacher));
+                                               l.local_agents, l.copies, l.seed, std::move(teacher),
+                                               std::move(base));
                  },
                  [](const std::vector<const Learner*>& ranks, const std::string& path,
                     const std::string& metadata, bool with_critic) {
@@ -42,6 +48,7 @@ LearnerEntry es() {
   e.copy_group = Es::kCopyGroup;
   e.check_ranks = [](const LearnerConfigs& c, const EnvSpec& spec, int num_agents, int ranks) {
     require_teacher_on_one_rank("--es-imitate", c.get<EsConfig>().imitate, spec, num_agents, ranks);
+    require_teacher_on_one_rank("--es-base", c.get<EsConfig>().base, spec, num_agents, ranks);
   };
   return e;
 }

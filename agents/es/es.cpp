@@ -34,6 +34,11 @@ void EsConfig::bind(OptionBinder& b) {
   b.add("es-imitate-iterations", imitate_iterations,
         "DAgger rounds (one episode per env copy each) before the ES steps");
   b.add("es-imitate-l2", imitate_l2, "weight decay of the imitation fit");
+  b.add("es-base", base,
+        "a baseline of the env that the policy follows unless its logits overrule it by "
+        "--es-base-margin (residual policy search; empty: none)");
+  b.add("es-base-margin", base_margin,
+        "logit added to each head's decision of the --es-base baseline");
 }
 
 void EsConfig::validate() const {
@@ -56,6 +61,12 @@ void EsConfig::validate() const {
                     "--es-actor must be agent or targets, got '" << actor << "'");
   MARLSCHED_REQUIRE(imitate_l2 >= 0 && std::isfinite(imitate_l2),
                     "--es-imitate-l2 must be >= 0, got " << imitate_l2);
+  MARLSCHED_REQUIRE(base_margin > 0 && std::isfinite(base_margin),
+                    "--es-base-margin must be positive, got " << base_margin);
+  MARLSCHED_REQUIRE(base.empty() || imitate.empty(),
+                    "--es-base and --es-imitate exclude each other: the policy starts as the "
+                    "--es-base baseline (got '"
+                        << base << "' and '" << imitate << "')");
 }
 
 void EsConfig::check_env(const EnvSpec& spec) const {
@@ -106,6 +117,10 @@ struct Es::Impl {
   std::vector<float> demo_x;
   std::vector<std::int32_t> demo_a;
   double imitation_accuracy = 0;
+  // --es-base: the baseline and its actions at this step.
+  Es::TeacherMaker make_base;
+  std::unique_ptr<Policy> base;
+  std::vector<int> base_actions;
 
   bool imitating() const { return iteration < cfg.imitate_iterations; }
 
@@ -340,6 +355,15 @@ struct Es::Impl {
     }
   }
 
+  /// --es-base: adds the margin to each head's logit of the baseline's flat action `a` in `lg`.
+  void add_base(int a, float* lg) const {
+    const auto margin = static_cast<float>(cfg.base_margin);
+    for (int h = H - 1; h >= 0; --h) {
+      lg[h * hn + a % hn] += margin;
+      a /= hn;
+    }
+  }
+
   /// Standardises x into xn with the frozen moments.
   void standardise() {
     for (int i = 0; i < in; ++i) {
@@ -385,12 +409,14 @@ struct Es::Impl {
 };
 
 Es::Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-       int first_agent, int local_agents, int copies, std::uint64_t seed, TeacherMaker teacher) {
+       int first_agent, int local_agents, int copies, std::uint64_t seed, TeacherMaker teacher,
+       TeacherMaker base) {
   cfg.validate();
   cfg.check_env(spec);
   impl_ =
       std::make_unique<Impl>(cfg, comm, spec, num_agents, first_agent, local_agents, copies, seed);
   impl_->make_teacher = std::move(teacher);
+  impl_->make_base = std::move(base);
 }
 
 void Es::Impl::fit_imitation() {
@@ -488,6 +514,19 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
   if (train && !m.ready) m.perturb();
   const bool imitate = train && m.imitating();
   if (imitate) m.teacher->act(in, m.teacher_actions);
+  const bool based = !m.cfg.base.empty();
+  if (based) {
+    if (!m.base) {
+      MARLSCHED_CHECK(m.make_base, "--es-base without a baseline");
+      m.base = m.make_base();
+      MARLSCHED_REQUIRE(!m.base->needs_every_agent() || m.k == m.n,
+                        "--es-base " << m.cfg.base
+                                     << " plans for every site at once: run with one rank "
+                                        "holding every agent (mpirun -n 1 --agents-per-rank "
+                                     << m.n << ")");
+    }
+    m.base->act(in, m.base_actions);
+  }
   const auto rows = static_cast<std::size_t>(in.copies * m.k);
   actions.resize(rows);
   m.logp.assign(rows, 0.f);
@@ -518,6 +557,7 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
         actions[row] = m.teacher_actions[row];
         continue;
       }
+      if (based) m.add_base(m.base_actions[row], m.out.data());
       actions[row] = m.best_action(m.out.data());
     }
   }
@@ -661,6 +701,11 @@ void Es::save(const std::string& path) const {
   for (int h : m.cfg.hidden) meta.push_back(h);
   ar.write("es_meta", torch::tensor(meta));
   if (m.per_target) ar.write("es_per_target", torch::tensor({std::int64_t{1}}));
+  if (!m.cfg.base.empty()) {
+    ar.write("es_base",
+             torch::tensor(std::vector<std::int64_t>(m.cfg.base.begin(), m.cfg.base.end())));
+    ar.write("es_base_margin", torch::tensor({m.cfg.base_margin}, torch::kFloat64));
+  }
   ar.write("iteration", torch::tensor({m.iteration}));
   nn::require_finite({float_tensor(m.theta)}, "model '" + path + "'");
   ar.write("theta", float_tensor(m.theta));
@@ -720,6 +765,19 @@ void Es::load_impl(const std::string& path) {
                                                          << path << "' was trained with --es-actor "
                                                          << (file_per_target ? "targets" : "agent")
                                                          << ", this run has " << m.cfg.actor);
+  torch::Tensor bt, bm;
+  std::string file_base;
+  double file_margin = 0;
+  if (ar.try_read("es_base", bt) && ar.try_read("es_base_margin", bm)) {
+    bt = bt.contiguous();
+    for (std::int64_t i = 0; i < bt.numel(); ++i)
+      file_base.push_back(static_cast<char>(bt.data_ptr<std::int64_t>()[i]));
+    file_margin = bm.item<double>();
+  }
+  MARLSCHED_REQUIRE(
+      file_base == m.cfg.base && (file_base.empty() || file_margin == m.cfg.base_margin),
+      "model '" << path << "' was trained with --es-base '" << file_base << "' --es-base-margin "
+                << file_margin << ", this run has '" << m.cfg.base << "' " << m.cfg.base_margin);
   torch::Tensor it, th, mo;
   ar.read("iteration", it);
   ar.read("theta", th);
@@ -790,6 +848,11 @@ void Es::export_torchscript(const std::vector<const Es*>& ranks, const std::stri
                             const std::string& metadata) {
   MARLSCHED_CHECK(!ranks.empty(), "no learner to export");
   const Impl& m = *ranks.front()->impl_;
+  MARLSCHED_REQUIRE(m.cfg.base.empty(),
+                    "this ES policy acts over the baseline '"
+                        << m.cfg.base
+                        << "' (--es-base), which a TorchScript module cannot carry: evaluate it "
+                           "with marlsched eval --model instead");
   // The network with the standardisation folded into its first layer:
   // W (x − μ) / s + b = (W / s) x + (b − W μ / s).
   nn::Mlp net(m.in, m.cfg.hidden, m.sizes.back(), 1.0);

@@ -35,6 +35,12 @@
 ///   after each round θ is fitted to all labels so far (softmax cross-entropy with weight decay,
 ///   full-batch Adam, gradients summed over ranks so that θ stays identical), then ES improves
 ///   it. A teacher that needs every agent (the MPC) needs one rank holding every agent.
+/// * Residual policy search over a baseline (--es-base NAME, Silver et al., "Residual Policy
+///   Learning", 2018, with ES in place of the gradient): every step the baseline acts too, and
+///   each head's logit of the baseline's decision gets --es-base-margin more, so θ = 0 is the
+///   baseline and a perturbation changes a decision only where its logits overrule the margin.
+///   ES then learns where the baseline is wrong. The baseline is part of the policy: evaluation
+///   runs it, the model records its name, and TorchScript export refuses such a policy.
 /// Statistics: return_mean and return_max (F over the population), diff_sd (sd of the used
 /// d_j), diff_nonzero (share of pairs whose two policies scored differently: the rest saw no
 /// decision change), step_norm (|Δθ|), imitation_accuracy (share of the labelled states where
@@ -71,6 +77,11 @@ struct EsConfig {
   std::string imitate;
   int imitate_iterations = 0;
   double imitate_l2 = 1e-3;  ///< weight decay of the fit (keeps θ at the scale σ explores)
+  /// Residual policy search over a baseline of the env (empty: none): the policy's logits are
+  /// the network's plus `base_margin` on each head's part of the baseline's action, so that
+  /// θ = 0 acts as the baseline and ES learns where to overrule it.
+  std::string base;
+  double base_margin = 1.0;
 
   void bind(OptionBinder& b);
   void validate() const;
@@ -80,10 +91,12 @@ struct EsConfig {
 
 class Es final : public Learner {
  public:
-  /// Makes the teacher of --es-imitate (called when training starts; null without one).
+  /// Makes the teacher of --es-imitate (called when training starts) or the baseline of
+  /// --es-base (called at the first act()).
   using TeacherMaker = std::function<std::unique_ptr<Policy>()>;
   Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-     int first_agent, int local_agents, int copies, std::uint64_t seed, TeacherMaker teacher = {});
+     int first_agent, int local_agents, int copies, std::uint64_t seed, TeacherMaker teacher = {},
+     TeacherMaker base = {});
   ~Es() override;
 
   std::string name() const override { return "es"; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <tuple>
 
 #include "agents/es/es.hpp"
@@ -321,4 +322,86 @@ TEST(Es, ActMatchesTheReferenceForward) {
     Es agent_input(other, b.spec, self, n, 0, n, copies, 13);
     EXPECT_THROW(agent_input.load(path), ConfigError);
   }
+}
+
+namespace {
+/// A baseline that answers action `pick(agent)` for every agent of every copy, and counts its
+/// calls.
+struct FixedPolicy final : Policy {
+  std::function<int(int)> pick;
+  int calls = 0;
+  std::string name() const override { return "fixed"; }
+  void act(const PolicyInput& in, std::vector<int>& actions) override {
+    ++calls;
+    actions.resize(static_cast<std::size_t>(in.copies * in.local_agents));
+    for (int c = 0; c < in.copies; ++c)
+      for (int k = 0; k < in.local_agents; ++k)
+        actions[static_cast<std::size_t>(c * in.local_agents + k)] = pick(in.first_agent + k);
+  }
+};
+}  // namespace
+
+// --es-base: θ = 0 acts exactly as the baseline (flat and factored action spaces); ES learns
+// where to overrule a baseline that is wrong; the model records the baseline, a run with another
+// refuses it, and the policy cannot be exported without its baseline.
+TEST(Es, ABaseIsFollowedAtZeroAndOverruledWhereItIsWrong) {
+  dist::Comm self(MPI_COMM_SELF, false);
+  auto maker = [](std::function<int(int)> pick) {
+    return [pick] {
+      auto p = std::make_unique<FixedPolicy>();
+      p->pick = pick;
+      return std::unique_ptr<Policy>(std::move(p));
+    };
+  };
+  {  // factored: 2 heads of 6, 4 agents; the baseline's flat action decodes head by head
+    EnvSpec spec = test::targeted_bandit_spec(4);
+    spec.action_heads = {6, 6};
+    spec.action_names.clear();
+    for (int a = 0; a < 36; ++a) spec.action_names.push_back("a" + std::to_string(a));
+    EsConfig c = small();
+    c.init_scale = 0.0;
+    c.base = "fixed";
+    for (const std::string actor : {"agent", "targets"}) {
+      c.actor = actor;
+      Es l(c, spec, self, 4, 0, 4, 2, 3, {}, maker([](int agent) { return 7 * agent + 2; }));
+      std::vector<float> obs(8, 0.5f);
+      std::vector<int> a;
+      l.act(test::one_copy_input(spec, obs, 4, 0, 4, 0), a);
+      EXPECT_EQ(a, (std::vector<int>{2, 9, 16, 23})) << actor;
+    }
+  }
+  // The bandit's perturbed logits move by about σ: a margin below it lets them overrule.
+  Bandit b;
+  EsConfig c = small();
+  c.base = "fixed";
+  c.base_margin = 0.1;
+  auto always0 = maker([](int) { return 0; });
+  Es l(c, b.spec, self, 1, 0, 1, 8, 7, {}, always0);
+  EXPECT_EQ(greedy(l, b, 1.f), 0);  // the baseline's action before any step
+  int t = 0;
+  train_es(l, b, 8, 80, t);
+  EXPECT_EQ(greedy(l, b, 1.f), 1);
+  EXPECT_EQ(greedy(l, b, -1.f), 2);
+  const auto dir = test::temp_dir("es-base");
+  l.save(dir + "/m.pt");
+  Es same(c, b.spec, self, 1, 0, 1, 8, 7, {}, always0);
+  same.load(dir + "/m.pt");
+  EXPECT_EQ(same.shared_parameter_digest(), l.shared_parameter_digest());
+  EsConfig none = small(), wider = c;
+  wider.base_margin = 1.0;
+  for (const EsConfig& other : {none, wider}) {
+    Es o(other, b.spec, self, 1, 0, 1, 8, 7, {}, always0);
+    EXPECT_THROW(o.load(dir + "/m.pt"), ConfigError) << other.base << " " << other.base_margin;
+  }
+  Es plain(none, b.spec, self, 1, 0, 1, 8, 7);
+  plain.save(dir + "/plain.pt");
+  EXPECT_THROW(same.load(dir + "/plain.pt"), ConfigError);
+  EXPECT_THROW(export_learners("es", {&l}, dir + "/policy.pt", "{}", false), ConfigError);
+  EsConfig both = c;
+  both.imitate = "fixed";
+  both.imitate_iterations = 1;
+  EXPECT_THROW(both.validate(), ConfigError);
+  both = c;
+  both.base_margin = 0.0;
+  EXPECT_THROW(both.validate(), ConfigError);
 }
