@@ -13,7 +13,9 @@
 # the same warm-started by imitating the mpc baseline (--es-imitate mpc, 5 DAgger rounds);
 # es-targets = ES whose policy scores each (mode, target) from the own observation and that
 # target's features (--es-actor targets: its size independent of the sites); es-targets-mlp =
-# the same with a hidden layer of 16 (--es-hidden 16);
+# the same with a hidden layer of 16 (--es-hidden 16); es-over-mpc = ES as a residual over the
+# mpc baseline (--es-base mpc: the policy is the MPC until its logits overrule it by
+# LADDER_BASE_MARGIN, default 0.5), 16 copies and 300 iterations (LADDER_BASE_ITERS);
 # mappo-mpc = MAPPO with its centralized critic, 4 copies, 200 updates whose actor loss adds the
 # mpc's cross-entropy, weight 5 falling to 0 (--imitate mpc); evaluated on the ES's 32 copies
 # so that every learner meets the same episodes.
@@ -59,14 +61,16 @@ learner_flags() {  # a learner's training options at rung $2
     es-mpc) es_iterations "$2"; echo --es-imitate mpc --es-imitate-iterations 5 ;;
     es-targets) es_iterations "$2"; echo --es-actor targets ;;
     es-targets-mlp) es_iterations "$2"; echo --es-actor targets --es-hidden 16 ;;
+    es-over-mpc) echo --es-base mpc --es-base-margin "${LADDER_BASE_MARGIN:-0.5}" \
+      --envs-per-rank 16 --iterations "${LADDER_BASE_ITERS:-300}" ;;
     mappo-mpc) echo --algo mappo --envs-per-rank 4 --iterations 200 --imitate mpc \
       --imitate-iterations 200 --imitate-coef 5 ;;
-    *) echo "ladder.sh: unknown learner '$1' (es, es-mpc, es-targets, es-targets-mlp, mappo-mpc)" >&2; exit 2 ;;
+    *) echo "ladder.sh: unknown learner '$1' (es, es-mpc, es-targets, es-targets-mlp, es-over-mpc, mappo-mpc)" >&2; exit 2 ;;
   esac
 }
 eval_flags() {  # a learner's evaluation options: main.toml's 32 copies, the episodes of every row
   case $1 in
-    mappo-mpc) echo --envs-per-rank 32 ;;
+    mappo-mpc | es-over-mpc) echo --envs-per-rank 32 ;;
   esac
   return 0
 }
