@@ -43,14 +43,24 @@ void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
     }
   torch::NoGradGuard g;
   auto X = torch::from_blob(m.last_x.data(), {rows, m.ain}, torch::kFloat32).to(m.dev);
-  torch::Tensor logp_all;
+  torch::Tensor logp_all, base;
+  if (m.base) {
+    MARLSCHED_REQUIRE(!m.base->needs_every_agent() || m.k == m.n,
+                      "--base-policy " << m.cfg.base_policy
+                                       << " plans for every site at once: run with one rank "
+                                          "holding every agent (mpirun -n 1 --agents-per-rank "
+                                       << m.n << ")");
+    m.base->act(in, m.last_base);
+    std::vector<std::int64_t> b(m.last_base.begin(), m.last_base.end());
+    base = torch::tensor(b, torch::kInt64).to(m.dev);
+  }
   // Training acts through the update's own forward pass; evaluation keeps torch's, which the
   // exported policy computes too.
   if (m.fused && m.training) {
     logp_all = m.act_actor_tape.forward(m.actors[0], X);
     ppo::log_softmax_rows(logp_all.data_ptr<float>(), rows, m.na);
   } else {
-    logp_all = nn::host(torch::log_softmax(m.logits(X, m.local_agent_index(rows)), 1));
+    logp_all = nn::host(torch::log_softmax(m.policy_logits(X, m.local_agent_index(rows), base), 1));
   }
   const float* lp = logp_all.data_ptr<float>();
   actions.resize(static_cast<std::size_t>(rows));
@@ -96,6 +106,10 @@ void Mappo::record(const StepFeedback& fb) {
   if (m.imitation_weight() > 0) {
     MARLSCHED_CHECK(static_cast<int>(m.last_teacher.size()) == rows, "no teacher actions");
     m.teacher_act.insert(m.teacher_act.end(), m.last_teacher.begin(), m.last_teacher.end());
+  }
+  if (m.base) {
+    MARLSCHED_CHECK(static_cast<int>(m.last_base.size()) == rows, "no baseline actions");
+    m.base_act.insert(m.base_act.end(), m.last_base.begin(), m.last_base.end());
   }
   // V(terminal state) of the copies whose episode was truncated (bootstrapped), else 0.
   std::vector<float> tv(static_cast<std::size_t>(rows), 0.f);
@@ -172,7 +186,12 @@ UpdateStats Mappo::update(const PolicyInput& last) {
     MARLSCHED_CHECK(static_cast<int>(m.teacher_act.size()) == M, "teacher actions missing");
     TEACH = torch::from_blob(m.teacher_act.data(), {M}, torch::kInt64).to(m.dev);
   }
-  const Impl::Batch u{X, C, A, OLD, ADV, TGT, AG, TEACH, &adv, &tgt, imitation};
+  torch::Tensor BASE;
+  if (m.base) {
+    MARLSCHED_CHECK(static_cast<int>(m.base_act.size()) == M, "baseline actions missing");
+    BASE = torch::from_blob(m.base_act.data(), {M}, torch::kInt64).to(m.dev);
+  }
+  const Impl::Batch u{X, C, A, OLD, ADV, TGT, AG, TEACH, BASE, &adv, &tgt, imitation};
 
   const auto actor_params = params_of(m.actors);
   const auto critic_params = m.critic_params();
@@ -221,6 +240,7 @@ UpdateStats Mappo::update(const PolicyInput& last) {
   for (double v : s) st.values.push_back(v / div);
   m.buf.clear();
   m.teacher_act.clear();
+  m.base_act.clear();
   m.updates_done += 1;
   m.critic_trained = true;
   return st;

@@ -98,6 +98,13 @@ struct MappoConfig {
   std::string imitate;
   int imitate_iterations = 0;
   double imitate_coef = 1.0;
+  /// Residual policy over a baseline of the env (empty: none): the actor's logits gain
+  /// `base_margin` on the baseline's action in every state, in acting and in the PPO loss alike,
+  /// so an actor whose logits are level acts (greedily) as the baseline and PPO learns where to
+  /// depart from it. The baseline is part of the policy: evaluation runs it, the model records it,
+  /// export and the offline learners refuse it.
+  std::string base_policy;
+  double base_margin = 3.0;
 
   void bind(OptionBinder& b);
   void validate() const;
@@ -189,7 +196,8 @@ class Mappo final : public Learner {
   static void check_model_layout(const std::string& path, const MappoConfig& cfg,
                                  const EnvSpec& spec, int num_agents, int local_agents);
 
-  /// Action probabilities of local agent k for one copy's global observations (for tests).
+  /// Action probabilities of the actor alone (without --base-policy's margin) for local agent k
+  /// and one copy's global observations (for tests).
   std::vector<float> action_probs(const GlobalObs& g, int local_agent) const;
   /// The weight of the imitation loss in the next update (--imitate; 0 without a teacher or
   /// after --imitate-iterations updates).

@@ -55,6 +55,10 @@ void MappoConfig::bind(OptionBinder& b) {
   b.add("imitate-iterations", imitate_iterations,
         "updates over which the imitation weight falls linearly from --imitate-coef to 0");
   b.add("imitate-coef", imitate_coef, "initial weight of the imitation loss");
+  b.add("base-policy", base_policy,
+        "a baseline of the env that the actor departs from: its logits gain --base-margin on the "
+        "baseline's action in every state (residual policy; empty: none)");
+  b.add("base-margin", base_margin, "logit added to the --base-policy baseline's action");
 }
 
 ActorKind MappoConfig::actor_kind() const {
@@ -100,6 +104,8 @@ void MappoConfig::validate() const {
                     "--imitate-coef must be >= 0, got " << imitate_coef);
   MARLSCHED_REQUIRE(imitate.empty() || imitate_iterations > 0,
                     "--imitate " << imitate << " needs --imitate-iterations > 0");
+  MARLSCHED_REQUIRE(base_margin > 0 && std::isfinite(base_margin),
+                    "--base-margin must be positive, got " << base_margin);
 }
 
 void MappoConfig::check_env(const EnvSpec& spec) const {
@@ -112,6 +118,7 @@ void MappoConfig::check_env(const EnvSpec& spec) const {
                     "mlp, whose actor scores every action, or --algo es, which scores each "
                     "class's decision");
   if (!imitate.empty()) make_heuristic(imitate, spec, 0);  // a baseline of this env
+  if (!base_policy.empty()) make_heuristic(base_policy, spec, 0);
   MARLSCHED_REQUIRE(common_episodes == 1 || spec.episode_length > 0,
                     "--common-episodes " << common_episodes << " compares copies step by step "
                                          << "within one episode; env '" << spec.name

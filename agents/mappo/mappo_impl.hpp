@@ -62,6 +62,10 @@ struct Mappo::Impl : nn::LearnerDims {
   std::vector<int> last_teacher;
   std::vector<std::int64_t> teacher_act;
   std::int64_t updates_done = 0;
+  // --base-policy: the baseline, its actions at the last act() and for the rollout's rows.
+  std::unique_ptr<Policy> base;
+  std::vector<int> last_base;
+  std::vector<std::int64_t> base_act;
   // Whether the critic was trained (PPO updates, awr; not bc): saved, and read by init_from.
   bool critic_trained = false;
   double imitation_weight() const {
@@ -133,6 +137,8 @@ struct Mappo::Impl : nn::LearnerDims {
     cfg.check_env(sp);
     if (!cfg.imitate.empty())
       teacher = make_heuristic(cfg.imitate, sp, derive_seed(seed, {0x7EAC}));
+    if (!cfg.base_policy.empty())
+      base = make_heuristic(cfg.base_policy, sp, derive_seed(seed, {0xBA5E}));
     // Same torch seed on every rank: shared networks start identical (and are broadcast anyway).
     torch::manual_seed(derive_seed(seed, {0x1417}) & 0x7FFFFFFFFFFFULL);
     int n_actors = cfg.share_actor ? 1 : k;
@@ -178,12 +184,12 @@ struct Mappo::Impl : nn::LearnerDims {
         critic_params(), torch::optim::AdamOptions(cfg.lr_critic).eps(1e-5));
     critic_grads = dist::GradBucket(critic_params());
     actor_grads = dist::GradBucket(params_of(actors));
-    fused = dev.is_cpu() && !per_target && !pooled && cfg.share_actor && group_of.empty();
+    fused = dev.is_cpu() && !per_target && !pooled && cfg.share_actor && group_of.empty() && !base;
   }
 
   /// What one update reads, on the device (rows [step][copy][k]); adv and tgt also on the host.
   struct Batch {
-    torch::Tensor X, C, A, OLD, ADV, TGT, AG, TEACH;
+    torch::Tensor X, C, A, OLD, ADV, TGT, AG, TEACH, BASE;
     const std::vector<float>* adv;
     const std::vector<float>* tgt;
     double imitation;
@@ -195,8 +201,10 @@ struct Mappo::Impl : nn::LearnerDims {
   void autograd_gradients(const Batch& u, const std::int64_t* rows_idx, int mb, double* s,
                           double& t_comm) {
     auto idx = torch::from_blob(const_cast<std::int64_t*>(rows_idx), {mb}, torch::kInt64).to(dev);
-    auto logp_all =
-        torch::log_softmax(logits(u.X.index_select(0, idx), u.AG.index_select(0, idx)), 1);
+    auto logp_all = torch::log_softmax(
+        policy_logits(u.X.index_select(0, idx), u.AG.index_select(0, idx),
+                      u.BASE.defined() ? u.BASE.index_select(0, idx) : torch::Tensor()),
+        1);
     auto a = u.A.index_select(0, idx);
     auto new_logp = logp_all.gather(1, a.unsqueeze(1)).squeeze(1);
     auto entropy = -(logp_all.exp() * logp_all).sum(1).mean();
@@ -341,6 +349,16 @@ struct Mappo::Impl : nn::LearnerDims {
       out = out.index_copy(0, mask, actor_forward(i, X.index_select(0, mask)));
     }
     return out;
+  }
+
+  /// The policy's logits: logits() plus --base-margin on the baseline's action `base_actions`
+  /// of each row (undefined without --base-policy).
+  torch::Tensor policy_logits(const torch::Tensor& X, const torch::Tensor& agent_idx,
+                              const torch::Tensor& base_actions) const {
+    auto out = logits(X, agent_idx);
+    if (!base_actions.defined()) return out;
+    return out + static_cast<float>(cfg.base_margin) *
+                     torch::one_hot(base_actions, na).to(out.scalar_type());
   }
 
   /// What a model file must match: agents, agents per rank, actor and critic input widths,

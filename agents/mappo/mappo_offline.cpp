@@ -8,6 +8,9 @@
 namespace marlsched {
 
 void Mappo::Impl::prepare_offline(const LocalDataset& data, bool with_critic, int minibatch) {
+  MARLSCHED_REQUIRE(!base,
+                    "--base-policy: the offline learners fit the actor alone; leave it "
+                    "empty");
   MARLSCHED_CHECK(data.num_agents == n && data.first_agent == first && data.local_agents == k &&
                       data.obs_dim == d,
                   "the dataset was read for another layout");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "agents/mappo/mappo.hpp"
+#include "agents/registry.hpp"
 #include "bandit.hpp"
 #include "core/error.hpp"
 #include "envs/baselines.hpp"
@@ -355,4 +356,71 @@ TEST(Mappo, ImitatesATeacherHeuristicThenStops) {
   bad.imitate = "least-loaded";
   bad.imitate_iterations = 0;
   EXPECT_THROW(bad.validate(), ConfigError);
+}
+
+// --base-policy: a fresh actor acts greedily as the baseline (its logits are level, the margin
+// decides); PPO learns to depart from it where another action pays; the model records the
+// baseline (a run without it refuses the model) and export refuses the policy.
+TEST(Mappo, DepartsFromABasePolicyWhereAnotherActionPays) {
+  auto comm = dist::Comm::world();
+  geodc::Config gc;
+  const EnvSpec spec = geodc::make_spec(gc, 4);
+  MappoConfig cfg;
+  cfg.lr_actor = 3e-3;
+  cfg.rollout_steps = 32;
+  cfg.base_policy = "local-only";
+  Mappo m(cfg, spec, comm, 4, 0, 4, 1, 7);
+  const int d = spec.obs_dim(), free = spec.obs_index("free_gpu_frac");
+  std::vector<float> obs(static_cast<std::size_t>(4 * d), 0.f);
+  for (int s = 0; s < 4; ++s) obs[static_cast<std::size_t>(s * d + free)] = 0.5f;
+  const auto in = test::one_copy_input(spec, obs, 4);
+  std::vector<int> a, base;
+  make_heuristic("local-only", spec, 0)->act(in, base);
+  auto greedy = [&] {
+    m.set_training(false);
+    m.set_deterministic(true);
+    m.act(in, a);
+    return a;
+  };
+  EXPECT_EQ(greedy(), base);
+  // Agent s is paid for the action after the baseline's.
+  std::vector<int> want;
+  for (int b : base) want.push_back((b + 1) % spec.num_actions());
+  StepFeedback fb;
+  fb.reward.assign(4, 0.f);
+  fb.done = {0};
+  fb.truncated = {0};
+  fb.terminal = {GlobalObs{obs.data(), 4, d}};
+  for (int it = 0; it < 60; ++it) {
+    m.set_training(true);
+    for (int t = 0; t < 32; ++t) {
+      m.act(in, a);
+      for (int s = 0; s < 4; ++s)
+        fb.reward[static_cast<std::size_t>(s)] =
+            a[static_cast<std::size_t>(s)] == want[static_cast<std::size_t>(s)] ? 1.f : 0.f;
+      fb.done[0] = fb.truncated[0] = (t % 8 == 7) ? 1 : 0;
+      m.record(fb);
+    }
+    m.update(in);
+  }
+  EXPECT_EQ(greedy(), want);
+  const auto dir = test::temp_dir("mappo-base");
+  m.save(dir + "/m.pt");
+  Mappo same(cfg, spec, comm, 4, 0, 4, 1, 8);
+  same.load(dir + "/m.pt");
+  EXPECT_EQ(same.shared_parameter_digest(), m.shared_parameter_digest());
+  MappoConfig none = cfg, other = cfg;
+  none.base_policy.clear();
+  other.base_margin = 1.0;
+  for (const MappoConfig& c : {none, other}) {
+    Mappo o(c, spec, comm, 4, 0, 4, 1, 8);
+    EXPECT_THROW(o.load(dir + "/m.pt"), ConfigError) << c.base_policy << " " << c.base_margin;
+  }
+  EXPECT_THROW(export_learners("mappo", {&m}, dir + "/policy.pt", "{}", false), ConfigError);
+  MappoConfig bad = cfg;
+  bad.base_margin = 0.0;
+  EXPECT_THROW(bad.validate(), ConfigError);
+  bad = cfg;
+  bad.base_policy = "no-such-rule";
+  EXPECT_THROW(bad.check_env(spec), ConfigError);
 }
