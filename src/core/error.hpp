@@ -2,8 +2,9 @@
 /// \file error.hpp
 /// One error hierarchy for the whole framework. The launcher (launch/cli.cpp) runs a command in
 /// two phases. In phase 1 (configuration, input files, checkpoints; no collectives yet) every
-/// rank catches what it throws, the ranks agree on the first failure with one allreduce, and
-/// rank 0 alone prints it and every rank exits with code 2. In phase 2 (the run itself, inside
+/// rank catches what it throws, the ranks agree with one allreduce on the lowest rank that
+/// failed, that rank alone prints its message (naming its rank when it is not 0) and every rank
+/// exits with code 2. In phase 2 (the run itself, inside
 /// collectives) the rank that throws prints its rank and message and aborts the job: exit 2 for
 /// a ConfigError or InputError, 1 otherwise. launch/main.cpp catches what escapes both (exit 1).
 

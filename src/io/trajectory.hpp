@@ -42,9 +42,8 @@ namespace marlsched {
 struct TrajConfig {
   /// 0: no trajectory file; k >= 1: flush the buffered steps every k iterations (and at every
   /// checkpoint and at the end). Every transition of every logged world is written either way;
-  /// 10 by default: each flush is a dozen collective writes and an H5Fflush, whose fixed cost
-  /// at every iteration took 15 % of the default run's wall time at 2 ranks x 2 agents (5 % at
-  /// 10; docs/performance.md).
+  /// 10 by default: each flush is a dozen collective writes and an H5Fflush, a fixed cost that
+  /// flushing at every iteration would pay ten times as often (docs/performance.md measures it).
   int every = 10;
   /// Optional datasets to write; terminations, truncations and the infos/ bookkeeping
   /// (episode ids, episode steps, iterations) are always written.
