@@ -320,6 +320,42 @@ std::string tensor_string(const torch::Tensor& t) {
   return std::string(static_cast<const char*>(h.data_ptr()), static_cast<std::size_t>(h.numel()));
 }
 
+std::string every_agent_message(const std::string& option, const std::string& name,
+                                int num_agents) {
+  return option + " " + name +
+         " plans for every site at once: train with one rank holding every agent (mpirun -n 1 "
+         "--agents-per-rank " +
+         std::to_string(num_agents) + ")";
+}
+
+void require_every_agent_here(const Policy& planner, const std::string& option,
+                              const std::string& name, int local_agents, int num_agents) {
+  MARLSCHED_REQUIRE(!planner.needs_every_agent() || local_agents == num_agents,
+                    every_agent_message(option, name, num_agents));
+}
+
+void write_base(torch::serialize::OutputArchive& ar, const std::string& name, double margin) {
+  if (name.empty()) return;
+  ar.write("base_policy", string_tensor(name));
+  ar.write("base_margin", torch::tensor({margin}, torch::kFloat64));
+}
+
+void require_base(torch::serialize::InputArchive& ar, const std::string& path,
+                  const std::string& option, const std::string& margin_option,
+                  const std::string& name, double margin) {
+  torch::Tensor bp, bm;
+  std::string file_name;
+  double file_margin = 0;
+  if (ar.try_read("base_policy", bp) && ar.try_read("base_margin", bm)) {
+    file_name = tensor_string(bp);
+    file_margin = host(bm).item<double>();
+  }
+  MARLSCHED_REQUIRE(file_name == name && (file_name.empty() || file_margin == margin),
+                    "model '" << path << "' was trained with " << option << " '" << file_name
+                              << "' " << margin_option << " " << file_margin << ", this run has '"
+                              << name << "' " << margin);
+}
+
 void check_device(const std::string& name) {
   MARLSCHED_REQUIRE(name == "cpu" || name == "cuda" || name.rfind("cuda:", 0) == 0,
                     "--device must be cpu, cuda or cuda:N, got '" << name << "'");

@@ -153,10 +153,7 @@ void require_teacher_on_one_rank(const std::string& option, const std::string& t
                                  const EnvSpec& spec, int num_agents, int ranks) {
   if (teacher.empty() || ranks == 1) return;
   MARLSCHED_REQUIRE(!make_heuristic(teacher, spec, 0)->needs_every_agent(),
-                    option << " " << teacher
-                           << " plans for every site at once: train with one rank holding every "
-                              "agent (mpirun -n 1 --agents-per-rank "
-                           << num_agents << ")");
+                    nn::every_agent_message(option, teacher, num_agents));
 }
 
 void LearnerConfigs::check_inputs(const std::string& algo, const EnvSpec& spec, int num_agents,

@@ -519,11 +519,7 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
     if (!m.base) {
       MARLSCHED_CHECK(m.make_base, "--es-base without a baseline");
       m.base = m.make_base();
-      MARLSCHED_REQUIRE(!m.base->needs_every_agent() || m.k == m.n,
-                        "--es-base " << m.cfg.base
-                                     << " plans for every site at once: run with one rank "
-                                        "holding every agent (mpirun -n 1 --agents-per-rank "
-                                     << m.n << ")");
+      nn::require_every_agent_here(*m.base, "--es-base", m.cfg.base, m.k, m.n);
     }
     m.base->act(in, m.base_actions);
   }
@@ -570,11 +566,7 @@ void Es::set_training(bool training) {
   if (training && m.imitating() && !m.teacher) {
     MARLSCHED_CHECK(m.make_teacher, "--es-imitate without a teacher");
     m.teacher = m.make_teacher();
-    MARLSCHED_REQUIRE(!m.teacher->needs_every_agent() || m.k == m.n,
-                      "--es-imitate " << m.cfg.imitate
-                                      << " plans for every site at once: train with one rank "
-                                         "holding every agent (mpirun -n 1 --agents-per-rank "
-                                      << m.n << ")");
+    nn::require_every_agent_here(*m.teacher, "--es-imitate", m.cfg.imitate, m.k, m.n);
   }
   m.training = training;
 }
@@ -701,11 +693,7 @@ void Es::save(const std::string& path) const {
   for (int h : m.cfg.hidden) meta.push_back(h);
   ar.write("es_meta", torch::tensor(meta));
   if (m.per_target) ar.write("es_per_target", torch::tensor({std::int64_t{1}}));
-  if (!m.cfg.base.empty()) {
-    ar.write("es_base",
-             torch::tensor(std::vector<std::int64_t>(m.cfg.base.begin(), m.cfg.base.end())));
-    ar.write("es_base_margin", torch::tensor({m.cfg.base_margin}, torch::kFloat64));
-  }
+  nn::write_base(ar, m.cfg.base, m.cfg.base_margin);
   ar.write("iteration", torch::tensor({m.iteration}));
   nn::require_finite({float_tensor(m.theta)}, "model '" + path + "'");
   ar.write("theta", float_tensor(m.theta));
@@ -765,19 +753,7 @@ void Es::load_impl(const std::string& path) {
                                                          << path << "' was trained with --es-actor "
                                                          << (file_per_target ? "targets" : "agent")
                                                          << ", this run has " << m.cfg.actor);
-  torch::Tensor bt, bm;
-  std::string file_base;
-  double file_margin = 0;
-  if (ar.try_read("es_base", bt) && ar.try_read("es_base_margin", bm)) {
-    bt = bt.contiguous();
-    for (std::int64_t i = 0; i < bt.numel(); ++i)
-      file_base.push_back(static_cast<char>(bt.data_ptr<std::int64_t>()[i]));
-    file_margin = bm.item<double>();
-  }
-  MARLSCHED_REQUIRE(
-      file_base == m.cfg.base && (file_base.empty() || file_margin == m.cfg.base_margin),
-      "model '" << path << "' was trained with --es-base '" << file_base << "' --es-base-margin "
-                << file_margin << ", this run has '" << m.cfg.base << "' " << m.cfg.base_margin);
+  nn::require_base(ar, path, "--es-base", "--es-base-margin", m.cfg.base, m.cfg.base_margin);
   torch::Tensor it, th, mo;
   ar.read("iteration", it);
   ar.read("theta", th);

@@ -45,11 +45,6 @@ void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
   auto X = torch::from_blob(m.last_x.data(), {rows, m.ain}, torch::kFloat32).to(m.dev);
   torch::Tensor logp_all, base;
   if (m.base) {
-    MARLSCHED_REQUIRE(!m.base->needs_every_agent() || m.k == m.n,
-                      "--base-policy " << m.cfg.base_policy
-                                       << " plans for every site at once: run with one rank "
-                                          "holding every agent (mpirun -n 1 --agents-per-rank "
-                                       << m.n << ")");
     m.base->act(in, m.last_base);
     std::vector<std::int64_t> b(m.last_base.begin(), m.last_base.end());
     base = torch::tensor(b, torch::kInt64).to(m.dev);

@@ -98,10 +98,7 @@ void Mappo::save(const std::string& path) const {
   ar.write("rng", nn::string_tensor(write_states({&m.sample_rng, &m.shuffle_rng})));
   ar.write("updates", torch::tensor({m.updates_done}, torch::kInt64));
   ar.write("critic_trained", torch::tensor({m.critic_trained ? 1 : 0}, torch::kInt64));
-  if (m.base) {
-    ar.write("base_policy", nn::string_tensor(m.cfg.base_policy));
-    ar.write("base_margin", torch::tensor({m.cfg.base_margin}, torch::kFloat64));
-  }
+  nn::write_base(ar, m.cfg.base_policy, m.cfg.base_margin);
   std::ostringstream bytes;
   ar.save_to(bytes);  // in memory: a full disk then fails in write_file, with errno
   write_file(path, bytes.str());
@@ -199,20 +196,9 @@ void Mappo::load_impl(const std::string& path, bool parameters_only) {
     MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
   }
   require_layout(meta, m.layout(), path);
-  if (!parameters_only) {  // a warm start may add or leave a baseline; a resume or eval not
-    torch::Tensor bp, bm;
-    std::string file_base;
-    double file_margin = 0;
-    if (ar.try_read("base_policy", bp) && ar.try_read("base_margin", bm)) {
-      file_base = nn::tensor_string(nn::host(bp));
-      file_margin = nn::host(bm).item<double>();
-    }
-    MARLSCHED_REQUIRE(
-        file_base == m.cfg.base_policy && (file_base.empty() || file_margin == m.cfg.base_margin),
-        "model '" << path << "' was trained with --base-policy '" << file_base << "' --base-margin "
-                  << file_margin << ", this run has '" << m.cfg.base_policy << "' "
-                  << m.cfg.base_margin);
-  }
+  if (!parameters_only)  // a warm start may add or leave a baseline; a resume or eval not
+    nn::require_base(ar, path, "--base-policy", "--base-margin", m.cfg.base_policy,
+                     m.cfg.base_margin);
   for (std::size_t i = 0; i < m.actors.size(); ++i) {
     torch::serialize::InputArchive sub;
     ar.read("actor" + std::to_string(i), sub);
