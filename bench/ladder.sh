@@ -18,7 +18,9 @@
 # LADDER_BASE_MARGIN, default 0.5), 16 copies and 300 iterations (LADDER_BASE_ITERS);
 # mappo-over-mpc = MAPPO with its centralized critic as a residual over the mpc baseline
 # (--base-policy mpc --base-margin 5: the actor's logits gain 5 on the MPC's action), 4 copies,
-# 200 updates;
+# 200 updates; mappo-priv-over-mpc = the same with a privileged centralized critic
+# (--critic-privileged: the critic also reads every site's arrivals to come and true carbon and
+# prices ahead, during training only);
 # mappo-mpc = MAPPO with its centralized critic, 4 copies, 200 updates whose actor loss adds the
 # mpc's cross-entropy, weight 5 falling to 0 (--imitate mpc); evaluated on the ES's 32 copies
 # so that every learner meets the same episodes.
@@ -68,14 +70,16 @@ learner_flags() {  # a learner's training options at rung $2
       --envs-per-rank 16 --iterations "${LADDER_BASE_ITERS:-300}" ;;
     mappo-over-mpc) echo --algo mappo --envs-per-rank 4 --iterations 200 --base-policy mpc \
       --base-margin 5 ;;
+    mappo-priv-over-mpc) echo --algo mappo --envs-per-rank 4 --iterations 200 --base-policy mpc \
+      --base-margin 5 --critic-privileged ;;
     mappo-mpc) echo --algo mappo --envs-per-rank 4 --iterations 200 --imitate mpc \
       --imitate-iterations 200 --imitate-coef 5 ;;
-    *) echo "ladder.sh: unknown learner '$1' (es, es-mpc, es-targets, es-targets-mlp, es-over-mpc, mappo-mpc, mappo-over-mpc)" >&2; exit 2 ;;
+    *) echo "ladder.sh: unknown learner '$1' (es, es-mpc, es-targets, es-targets-mlp, es-over-mpc, mappo-mpc, mappo-over-mpc, mappo-priv-over-mpc)" >&2; exit 2 ;;
   esac
 }
 eval_flags() {  # a learner's evaluation options: main.toml's 32 copies, the episodes of every row
   case $1 in
-    mappo-mpc | es-over-mpc | mappo-over-mpc) echo --envs-per-rank 32 ;;
+    mappo-mpc | es-over-mpc | mappo-over-mpc | mappo-priv-over-mpc) echo --envs-per-rank 32 ;;
   esac
   return 0
 }

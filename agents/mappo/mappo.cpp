@@ -19,6 +19,10 @@ int Mappo::common_episodes() const {
   return impl_->cfg.common_episodes;
 }
 
+bool Mappo::wants_privileged() const {
+  return impl_->cfg.critic_privileged;
+}
+
 void Mappo::set_training(bool t) {
   if (t) require_copy_groups(name(), impl_->cfg.common_episodes, impl_->e);
   impl_->training = t;

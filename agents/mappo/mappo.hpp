@@ -80,6 +80,13 @@ struct MappoConfig {
   /// minibatches are whole (step, copy) groups, the same on every rank); "local" (IPPO, set by
   /// its row in agents/mappo/entry.cpp), V(the agent's own actor input).
   std::string critic = "concat";
+  /// A privileged centralized critic (--critic-privileged, with --critic concat): the critic also
+  /// reads every agent's privileged fields (EnvSpec::privileged_fields: the arrivals still to
+  /// come, the true carbon and prices ahead), which the world gathers during training only. The
+  /// actors never see them, so the policy acts as before; the value baseline no longer has to
+  /// guess what the episode's own randomness brings, which is most of the returns' spread.
+  /// Asymmetric actor-critic (Pinto et al. 2018), as MAPPO's "agent-specific global state".
+  bool critic_privileged = false;
   int critic_embed = 64;     ///< embedding width of the pooled critic
   double team_reward = 1.0;  ///< reward = (1-β)·own + β·mean over agents
   int rollout_steps = 96;
@@ -124,6 +131,8 @@ class Mappo final : public Learner {
   std::string name() const override;
   /// --common-episodes.
   int common_episodes() const override;
+  /// --critic-privileged.
+  bool wants_privileged() const override;
   /// Chooses actions. In training mode it samples and records (obs, action, log-prob, value);
   /// in evaluation mode it samples (or takes the argmax when deterministic) without recording.
   void act(const PolicyInput& in, std::vector<int>& actions) override;

@@ -31,6 +31,11 @@ void MappoConfig::bind(OptionBinder& b) {
         "count) or pooled (own observation and the mean of a shared per-agent embedding, which the "
         "ranks exchange as one fixed-size sum per step; size "
         "independent of the agent count)");
+  b.add(
+      "critic-privileged", critic_privileged,
+      "with --critic concat: the critic also reads every agent's privileged fields (the env's "
+      "hindsight of the episode ahead, e.g. geodc's arrivals to come and true carbon and prices), "
+      "gathered during training only; the actors never see them");
   b.add("critic-embed", critic_embed, "embedding width of the pooled critic");
   b.add("share-actor", share_actor, "one actor shared by all agents (with agent-id input)");
   b.add("actor-groups", actor_groups,
@@ -93,6 +98,10 @@ void MappoConfig::validate() const {
   for (int h : critic_hidden) MARLSCHED_REQUIRE(h > 0, "--critic-hidden sizes must be positive");
   actor_kind();
   critic_kind();
+  MARLSCHED_REQUIRE(!critic_privileged || critic_kind() == CriticKind::kConcat,
+                    "--critic-privileged extends the concat critic's input; --critic "
+                        << critic << " has none (IPPO's critic reads the actor's input): use "
+                        << "--algo mappo --critic concat");
   MARLSCHED_REQUIRE(critic_embed >= 1, "--critic-embed must be >= 1, got " << critic_embed);
   MARLSCHED_REQUIRE(team_reward >= 0 && team_reward <= 1, "--team-reward must be in [0, 1]");
   MARLSCHED_REQUIRE(rollout_steps >= 1, "--rollout-steps must be >= 1");
@@ -117,6 +126,9 @@ void MappoConfig::check_env(const EnvSpec& spec) const {
                     "actions take one per class of work (geodc --action-classes): use --actor "
                     "mlp, whose actor scores every action, or --algo es, which scores each "
                     "class's decision");
+  MARLSCHED_REQUIRE(!critic_privileged || spec.privileged_dim() > 0,
+                    "--critic-privileged needs an env with privileged fields (geodc); '"
+                        << spec.name << "' has none");
   if (!imitate.empty()) make_heuristic(imitate, spec, 0);  // a baseline of this env
   if (!base_policy.empty()) make_heuristic(base_policy, spec, 0);
   MARLSCHED_REQUIRE(common_episodes == 1 || spec.episode_length > 0,

@@ -40,6 +40,7 @@ struct Mappo::Impl : nn::LearnerDims {
   bool pooled;  // --critic pooled: critic_enc embeds each agent's observation, critic is the head
   bool local;   // IPPO (--critic local): the critic reads the actor's input
   bool per_target;       // --actor targets: each actor scores (own observation, target row) pairs
+  int pd;                // privileged fields per agent in the critic's input (--critic-privileged)
   int ain, cin;          // the actor's and the critic's input widths (from the kinds above)
   EmbeddingPool pooler;  // the pooled critic's collective
   Mlp critic_enc{nullptr};
@@ -124,10 +125,11 @@ struct Mappo::Impl : nn::LearnerDims {
         pooled(cf.critic_kind() == CriticKind::kPooled),
         local(cf.critic_kind() == CriticKind::kLocal),
         per_target(cf.actor_kind() == ActorKind::kTargets),
+        pd(cf.critic_privileged ? sp.privileged_dim() : 0),
         ain(per_target ? nn::target_input_dim(sp) : nn::agent_input_dim(sp, num_agents)),
         cin(local    ? ain
             : pooled ? (per_target ? ain : d)
-                     : d * num_agents + num_agents),
+                     : (d + pd) * num_agents + num_agents),
         pooler(cm, local_agents, num_agents, dev),
         sample_rng(derive_seed(seed, {0xAC7, static_cast<std::uint64_t>(cm.rank())})),
         // The pooled critic's minibatches are whole (step, copy) groups, the same on every rank
@@ -337,6 +339,14 @@ struct Mappo::Impl : nn::LearnerDims {
     std::copy(g.data, g.data + static_cast<std::ptrdiff_t>(n) * d, xc);
     std::fill(xc + n * d, xc + cin, 0.f);
     xc[n * d + self] = 1.f;
+    // The privileged fields, where the world gathered them (training); zeros elsewhere, where
+    // no value is read (evaluation acts without the critic).
+    if (pd > 0 && g.privileged != nullptr) {
+      MARLSCHED_CHECK(g.privileged_dim == pd, "privileged fields: " << g.privileged_dim
+                                                                    << " gathered, " << pd
+                                                                    << " expected");
+      std::copy(g.privileged, g.privileged + static_cast<std::ptrdiff_t>(n) * pd, xc + n * d + n);
+    }
   }
 
   /// Logits for rows of X whose local agent index is `agent_idx` (one actor, one per agent, or

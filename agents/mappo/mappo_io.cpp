@@ -13,9 +13,9 @@ void require_layout(const torch::Tensor& meta, const std::vector<std::int64_t>& 
                     "model '" << path
                               << "' was trained with a different layout (agents, agents per "
                                  "rank, observation or action space, actor sharing or groups, "
-                                 "--actor, or a centralized (mappo) vs decentralized (ippo) "
-                                 "critic), or is not a MAPPO model (mappo, ippo, bc and awr "
-                                 "write those)");
+                                 "--actor, a centralized (mappo) vs decentralized (ippo) critic, "
+                                 "or --critic-privileged), or is not a MAPPO model (mappo, ippo, "
+                                 "bc and awr write those)");
 }
 }  // namespace
 
@@ -27,6 +27,9 @@ void Mappo::export_torchscript(const std::vector<const Mappo*>& ranks, const std
                                   << m0.cfg.base_policy
                                   << "' (--base-policy), which a TorchScript module cannot "
                                      "carry: evaluate it with marlsched eval --model instead");
+  MARLSCHED_REQUIRE(!with_critic || m0.pd == 0,
+                    "the critic reads privileged fields (--critic-privileged) that a deployed "
+                    "policy never sees: export the policy without --critic");
   auto mod = nn::policy_module(m0.n, m0.d, m0.pub, m0.na, metadata);
 
   std::ostringstream src;
@@ -121,7 +124,8 @@ std::vector<std::int64_t> Mappo::layout_of(const MappoConfig& cfg, const EnvSpec
   const bool local = cfg.critic_kind() == CriticKind::kLocal;
   const int d = spec.obs_dim(), n = num_agents;
   const int ain = per_target ? nn::target_input_dim(spec) : nn::agent_input_dim(spec, n);
-  const int cin = local ? ain : pooled ? (per_target ? ain : d) : d * n + n;
+  const int pd = cfg.critic_privileged ? spec.privileged_dim() : 0;
+  const int cin = local ? ain : pooled ? (per_target ? ain : d) : (d + pd) * n + n;
   const std::int64_t actors =
       !cfg.share_actor ? 0
       : cfg.actor_groups.empty()

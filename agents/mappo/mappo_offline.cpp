@@ -11,6 +11,8 @@ void Mappo::Impl::prepare_offline(const LocalDataset& data, bool with_critic, in
   MARLSCHED_REQUIRE(!base,
                     "--base-policy: the offline learners fit the actor alone; leave it "
                     "empty");
+  MARLSCHED_REQUIRE(pd == 0,
+                    "--critic-privileged: a dataset holds no privileged fields; leave it off");
   MARLSCHED_CHECK(data.num_agents == n && data.first_agent == first && data.local_agents == k &&
                       data.obs_dim == d,
                   "the dataset was read for another layout");

@@ -230,6 +230,21 @@ void Shard::observe(float* out) const {
   std::memcpy(out, v, sizeof(v));
 }
 
+void Shard::privileged(float* out) const {
+  const int per_hour = std::max(1, 60 / cfg_.slot_minutes);
+  const int horizon[] = {per_hour, 4 * per_hour, 8 * per_hour};
+  double load[] = {0, 0, 0};
+  for (const Job& j : upcoming_arrivals(horizon[2]))
+    for (int i = 0; i < 3; ++i)
+      if (j.arrival - t_ <= horizon[i]) load[i] += static_cast<double>(j.gpus) * j.duration;
+  for (int i = 0; i < 3; ++i)
+    out[i] =
+        static_cast<float>(std::min(4.0, load[i] / (static_cast<double>(capacity_) * horizon[i])));
+  const auto h = epoch_hour();
+  out[3] = static_cast<float>(site_->carbon.mean(h + 1, 12) / 500.0);
+  out[4] = static_cast<float>(site_->price.mean(h + 1, 12) / 100.0);
+}
+
 void Shard::act(int action, const GlobalObs& /*global*/, std::vector<WorkRecord>& outbox) {
   const auto& targets = spec_->targets[static_cast<std::size_t>(agent_)];
   const int T = static_cast<int>(targets.size());

@@ -166,6 +166,10 @@ class Shard final : public marlsched::Shard {
   const EnvSpec& spec() const override { return *spec_; }
   void reset(std::uint64_t world_seed, std::uint64_t shard_seed) override;
   void observe(float* out) const override;
+  /// Hindsight of the episode ahead (EnvSpec::privileged_fields): the work that will arrive
+  /// within 1, 4 and 8 hours (GPU-slots per GPU and slot of the window), and the true mean carbon
+  /// and price of the next 12 hours, scaled as the observation's carbon and price.
+  void privileged(float* out) const override;
   void act(int action, const GlobalObs& global, std::vector<WorkRecord>& outbox) override;
   StepOutcome advance() override;
   void receive(const WorkRecord& record) override;

@@ -364,6 +364,7 @@ EnvSpec make_spec(const Config& cfg, int num_agents) {
                   "queue_fill",    "urgent_frac", "mean_slack", "inbound",    "carbon_trend",
                   "price_trend",   "hour_sin",    "hour_cos",   "progress"};
   s.num_public = 4;
+  s.privileged_fields = {"arrivals_1h", "arrivals_4h", "arrivals_8h", "carbon_12h", "price_12h"};
   // Target t's name: the site itself when every site is a target (the same for every agent),
   // else its place in the agent's neighbourhood.
   const int T = cfg.neighbours == 0 ? num_agents : cfg.neighbours + 1;

@@ -75,8 +75,15 @@ struct EnvSpec {
   /// regions): target_features[i] holds T x target_feature_names.size() floats, target-major.
   std::vector<std::string> target_feature_names;
   std::vector<std::vector<float>> target_features;
+  /// Privileged fields (optional): what a shard knows of its episode's future exogenous inputs
+  /// (arrivals still to come, the true carbon and prices ahead), in order. Never part of an
+  /// observation: a learner may train a critic on them (MAPPO --critic-privileged), which acting
+  /// never reads, so that its value estimates need not guess what the episode's own randomness
+  /// will bring. Empty: the env offers none.
+  std::vector<std::string> privileged_fields;
 
   int obs_dim() const { return static_cast<int>(obs_fields.size()); }
+  int privileged_dim() const { return static_cast<int>(privileged_fields.size()); }
   /// Whether reward component i is reported as a mean over agents (see mean_components).
   bool component_is_mean(std::size_t i) const;
   /// The name reports give component i: its name, or "mean_<name>" for a mean component.
@@ -112,12 +119,18 @@ struct StepOutcome {
 };
 
 /// Read-only view of the allgathered observations of one world: `num_agents` rows of
-/// `obs_dim` floats.
+/// `obs_dim` floats; and, where the world gathers them (World::set_privileged), `num_agents`
+/// rows of `privileged_dim` privileged fields (EnvSpec::privileged_fields).
 struct GlobalObs {
   const float* data = nullptr;
   int num_agents = 0;
   int obs_dim = 0;
+  const float* privileged = nullptr;
+  int privileged_dim = 0;
   const float* row(int agent) const { return data + static_cast<std::ptrdiff_t>(agent) * obs_dim; }
+  const float* privileged_row(int agent) const {
+    return privileged + static_cast<std::ptrdiff_t>(agent) * privileged_dim;
+  }
 };
 
 /// One agent's part of one environment copy.
@@ -130,6 +143,9 @@ class Shard {
   virtual void reset(std::uint64_t world_seed, std::uint64_t shard_seed) = 0;
   /// Writes `spec().obs_dim()` floats.
   virtual void observe(float* out) const = 0;
+  /// Writes `spec().privileged_dim()` floats (EnvSpec::privileged_fields) for the current step;
+  /// must not change the shard's state. The default writes nothing (an env without them).
+  virtual void privileged(float* out) const { (void)out; }
   /// Applies the agent's decision for the current slot; appends outgoing work to `outbox`.
   virtual void act(int action, const GlobalObs& global, std::vector<WorkRecord>& outbox) = 0;
   /// Simulates window `w` (0 <= w < spec().windows) of the current slot; appends outgoing work.

@@ -65,6 +65,9 @@ class Learner : public Policy {
   /// c / common_episodes() == c' / common_episodes() (ES's antithetic pairs); 1: every copy its
   /// own.
   virtual int common_episodes() const { return 1; }
+  /// Whether the global observations it records must carry every agent's privileged fields
+  /// (EnvSpec::privileged_fields; World::set_privileged), for a critic that trains on them.
+  virtual bool wants_privileged() const { return false; }
   /// Names of UpdateStats::values, fixed for the learner's lifetime.
   virtual const std::vector<StatName>& stat_names() const = 0;
   /// Saves/loads this rank's networks, optimiser state and RNGs (checkpoint and model files).

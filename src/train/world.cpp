@@ -54,6 +54,14 @@ void World::set_common_episodes(int group) {
   group_ = group;
 }
 
+void World::set_privileged(bool on) {
+  MARLSCHED_CHECK(!on || spec_.privileged_dim() > 0,
+                  "env '" << spec_.name << "' has no privileged fields to gather");
+  pd_ = on ? spec_.privileged_dim() : 0;
+  priv_.assign(static_cast<std::size_t>(copies_ * n_ * pd_), 0.f);
+  terminal_priv_ = priv_;
+}
+
 void World::reset_copy(int c) {
   const auto cu = static_cast<std::uint64_t>(c);
   const int sc = c / group_;  // the copy whose episodes this one runs
@@ -94,6 +102,7 @@ void World::gather(std::vector<float>& into) {
         row[d_ + 1 + j] = o.components.empty() ? 0.f : static_cast<float>(o.components[j]);
       row[d_ + 1 + c_] = o.terminated || o.truncated ? 1.f : 0.f;
       row[d_ + 2 + c_] = o.truncated ? 1.f : 0.f;
+      if (pd_ > 0) shards_[i]->privileged(row + d_ + 3 + c_);
     }
   const double t1 = now();
   std::vector<float>& recv = gather_recv_;
@@ -116,6 +125,12 @@ void World::gather(std::vector<float>& into) {
       std::memcpy(obs_.data() + static_cast<std::size_t>((c * n_ + a) * d_),
                   into.data() + static_cast<std::size_t>(c * n_ + a) * p,
                   static_cast<std::size_t>(d_) * sizeof(float));
+  if (pd_ > 0)
+    for (int c = 0; c < copies_; ++c)
+      for (int a = 0; a < n_; ++a)
+        std::memcpy(priv_.data() + static_cast<std::size_t>((c * n_ + a) * pd_),
+                    into.data() + static_cast<std::size_t>(c * n_ + a) * p + d_ + 3 + c_,
+                    static_cast<std::size_t>(pd_) * sizeof(float));
 }
 
 void World::exchange(std::vector<std::vector<WorkRecord>>& outboxes) {
@@ -217,6 +232,7 @@ void World::step(const std::vector<int>& actions) {
   }
   if (any_done) {
     terminal_obs_ = obs_;
+    terminal_priv_ = priv_;
     for (int c = 0; c < copies_; ++c)
       if (done_[static_cast<std::size_t>(c)]) reset_copy(c);
     // Re-gather observations (the new episodes' first states); keep last step's rewards.

@@ -47,6 +47,10 @@ class World {
   /// Copies c and c' run the same episodes (arrivals, traces: common random numbers) when
   /// c / group == c' / group; 1 (the default): each copy its own. Set before reset().
   void set_common_episodes(int group);
+  /// Whether the per-step allgather also carries every shard's privileged fields
+  /// (EnvSpec::privileged_fields), for a learner that trains a critic on them
+  /// (Learner::wants_privileged); they then come with obs() and terminal_obs(). Set before reset().
+  void set_privileged(bool on);
 
   /// Resets every copy (new episodes) and gathers the first observations.
   void reset();
@@ -56,15 +60,11 @@ class World {
 
   /// Global observations of a copy: num_agents rows of obs_dim (after step: the next state, or
   /// the first state of the new episode if the copy was reset).
-  GlobalObs obs(int copy) const {
-    return GlobalObs{obs_.data() + static_cast<std::size_t>(copy * n_ * d_), n_, d_};
-  }
+  GlobalObs obs(int copy) const { return view(obs_, priv_, copy); }
   /// What a policy needs to act now: every copy's global observations and episode step.
   PolicyInput policy_input() const;
   /// Terminal global observations of a copy whose episode ended in the last step.
-  GlobalObs terminal_obs(int copy) const {
-    return GlobalObs{terminal_obs_.data() + static_cast<std::size_t>(copy * n_ * d_), n_, d_};
-  }
+  GlobalObs terminal_obs(int copy) const { return view(terminal_obs_, terminal_priv_, copy); }
   /// Last step's reward of (copy, agent), any agent of the world.
   float reward(int copy, int agent) const {
     return gathered_[static_cast<std::size_t>(copy * n_ + agent) * packet() +
@@ -105,13 +105,21 @@ class World {
   /// Sends every shard's outbox to the destination ranks and delivers what arrives here;
   /// clears the outboxes.
   void exchange(std::vector<std::vector<WorkRecord>>& outboxes);
-  std::size_t packet() const { return static_cast<std::size_t>(d_ + c_ + 3); }
+  /// One shard's part of the allgather: [observation | reward | components | done | truncated |
+  /// privileged fields (set_privileged)].
+  std::size_t packet() const { return static_cast<std::size_t>(d_ + c_ + 3 + pd_); }
+  GlobalObs view(const std::vector<float>& obs, const std::vector<float>& priv, int copy) const {
+    const auto c = static_cast<std::size_t>(copy);
+    return GlobalObs{obs.data() + c * static_cast<std::size_t>(n_ * d_), n_, d_,
+                     pd_ > 0 ? priv.data() + c * static_cast<std::size_t>(n_ * pd_) : nullptr, pd_};
+  }
 
   const dist::Comm& comm_;
   dist::Exchange xchg_;                     // reused packed all-to-all buffers
   std::vector<std::size_t> xbytes_, xpos_;  // per destination rank
   EnvSpec spec_;
   int k_, copies_, n_, first_, d_, c_;
+  int pd_ = 0;  // privileged fields per shard in the allgather (0: not gathered)
   std::uint64_t seed_;
   int group_ = 1;  // common episodes
   std::vector<std::unique_ptr<Shard>> shards_;
@@ -121,6 +129,7 @@ class World {
   std::vector<float> gathered_;                   // [copy][agent][packet]
   std::vector<float> gather_send_, gather_recv_;  // gather()'s reused buffers
   std::vector<float> obs_, terminal_obs_;         // [copy][agent][d]
+  std::vector<float> priv_, terminal_priv_;       // [copy][agent][pd], with set_privileged
   std::vector<char> done_, trunc_;
   std::vector<std::vector<WorkRecord>> outboxes_;  // [copy * K + k]
   StepTimes times_;

@@ -424,3 +424,73 @@ TEST(Mappo, DepartsFromABasePolicyWhereAnotherActionPays) {
   bad.base_policy = "no-such-rule";
   EXPECT_THROW(bad.check_env(spec), ConfigError);
 }
+
+TEST(Mappo, PrivilegedCriticSeesTheEpisodesLuckWhichTheActorNeverReads) {
+  // The bandit's reward plus luck z = ±2 drawn every step whatever the action; the privileged
+  // field is the luck still to come in the episode, which a plain critic can only average over.
+  // Both critics let the actor learn; the privileged one predicts the returns far better.
+  auto comm = dist::Comm::world();
+  EnvSpec spec = test::bandit_spec();
+  spec.privileged_fields = {"luck_ahead"};
+  const auto dir = test::temp_dir("mappo-privileged");
+  auto run = [&](bool privileged, double& value_loss) {
+    MappoConfig cfg = bandit_config();
+    cfg.critic_privileged = privileged;
+    Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
+    EXPECT_EQ(m.wants_privileged(), privileged);
+    std::vector<float> obs = {0.5f, -0.5f}, luck(8), ahead(1), none = {0.f};
+    PolicyInput in = test::one_copy_input(spec, obs);
+    in.global[0].privileged = ahead.data();
+    in.global[0].privileged_dim = 1;
+    std::vector<int> a;
+    StepFeedback fb;
+    fb.reward = {0.f};
+    fb.done = {0};
+    fb.truncated = {0};
+    fb.terminal = {GlobalObs{obs.data(), 1, 2, none.data(), 1}};  // nothing after the end
+    Rng rng(11);
+    value_loss = 0;
+    for (int it = 0; it < 60; ++it) {
+      m.set_training(true);
+      for (int t = 0; t < 32; ++t) {
+        const int s = t % 8;
+        if (s == 0)
+          for (auto& z : luck) z = rng.uniform() < 0.5 ? -2.f : 2.f;
+        ahead[0] = 0;
+        for (int u = s; u < 8; ++u) ahead[0] += luck[static_cast<std::size_t>(u)] / 8;
+        m.act(in, a);
+        fb.reward[0] = (a[0] == 2 ? 1.f : 0.f) + luck[static_cast<std::size_t>(s)];
+        fb.done[0] = fb.truncated[0] = s == 7 ? 1 : 0;
+        m.record(fb);
+      }
+      const auto st = m.update(in);
+      if (it >= 50) value_loss += m.stat(st, "value_loss") / 10;
+    }
+    // The actor reads the observation alone: the privileged field moves no action probability.
+    const auto p = m.action_probs(in.global[0], 0);
+    ahead[0] = 5.f;
+    EXPECT_EQ(m.action_probs(in.global[0], 0), p);
+    if (privileged) m.save(dir + "/privileged.pt");
+    return p[2];
+  };
+  double plain_loss = 0, privileged_loss = 0;
+  EXPECT_GT(run(false, plain_loss), 0.8);
+  EXPECT_GT(run(true, privileged_loss), 0.8);
+  std::cout << "value loss: plain critic " << plain_loss << ", privileged " << privileged_loss
+            << "\n";
+  EXPECT_LT(privileged_loss, 0.5 * plain_loss);
+
+  // Files, export and configs that do not fit are refused.
+  MappoConfig plain = bandit_config(), priv = bandit_config();
+  priv.critic_privileged = true;
+  Mappo other(plain, spec, comm, 1, 0, 1, 1, 4);
+  EXPECT_THROW(other.load(dir + "/privileged.pt"), ConfigError);
+  Mappo same(priv, spec, comm, 1, 0, 1, 1, 4);
+  same.load(dir + "/privileged.pt");
+  EXPECT_THROW(export_learners("mappo", {&same}, dir + "/policy.pt", "{}", true), ConfigError);
+  export_learners("mappo", {&same}, dir + "/policy.pt", "{}", false);
+  MappoConfig pooled = priv;
+  pooled.critic = "pooled";
+  EXPECT_THROW(pooled.validate(), ConfigError);
+  EXPECT_THROW({ Mappo none_there(priv, test::bandit_spec(), comm, 1, 0, 1, 1, 4); }, ConfigError);
+}

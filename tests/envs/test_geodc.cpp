@@ -802,3 +802,44 @@ TEST(GeoDcClasses, MappingSweepsTheClassesInLargeSpaces) {
   EXPECT_EQ(d[1], 9 + 1);
   EXPECT_EQ(d[2], 9 + 3);
 }
+
+// The privileged fields are hindsight of the episode ahead: the work that arrives within 1, 4
+// and 8 hours (from the episode's own arrivals, computed apart), and reading them changes
+// nothing.
+TEST(GeoDc, PrivilegedFieldsSeeTheArrivalsAheadAndChangeNothing) {
+  geodc::Config cfg;
+  cfg.episode_slots = 48;
+  LocalWorld w(cfg, 4), twin(cfg, 4);
+  const auto& spec = w.factory->spec();
+  ASSERT_EQ(spec.privileged_dim(), 5);
+  auto probe = w.factory->make_shard(1);
+  const auto jobs = dynamic_cast<geodc::Shard&>(*probe).episode_arrivals(derive_seed(7, {0}),
+                                                                         derive_seed(7, {0, 2}));
+  w.reset(7, 0);
+  twin.reset(7, 0);
+  std::vector<float> priv(5);
+  const int per_hour = 60 / cfg.slot_minutes, cap = w.shard(1).capacity();
+  double seen = 0;
+  for (int t = 0; t < cfg.episode_slots; ++t) {
+    w.shards[1]->privileged(priv.data());
+    const int horizon[] = {per_hour, 4 * per_hour, 8 * per_hour};
+    for (int i = 0; i < 3; ++i) {
+      double load = 0;
+      for (const auto& j : jobs)
+        if (j.arrival > t && j.arrival <= t + horizon[i])
+          load += static_cast<double>(j.gpus) * j.duration;
+      EXPECT_NEAR(priv[static_cast<std::size_t>(i)],
+                  std::min(4.0, load / (static_cast<double>(cap) * horizon[i])), 1e-6)
+          << "field " << spec.privileged_fields[static_cast<std::size_t>(i)] << " at slot " << t;
+      seen += load;
+    }
+    EXPECT_GT(priv[3], 0.f);
+    EXPECT_GT(priv[4], 0.f);
+    w.step({0, 1, 2, 3});
+    twin.step({0, 1, 2, 3});
+    EXPECT_EQ(w.observe(), twin.observe()) << "reading the privileged fields changed the shard";
+  }
+  EXPECT_GT(seen, 0.0);
+  w.shards[1]->privileged(priv.data());  // the episode's end: nothing more arrives
+  EXPECT_EQ(priv[2], 0.f);
+}

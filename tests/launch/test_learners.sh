@@ -117,6 +117,14 @@ expect_error "common episodes that do not divide the copies" 2 "mappo trains on 
 rm -rf straight crashed
 kill_resume_matches "pooled-critic MAPPO" 1:7 "${COMMON[@]}" --critic pooled --iterations 10 --eval-episodes 1
 pass "pooled-critic MAPPO: killed and resumed, the metrics equal the uninterrupted run's"
+# The privileged critic (geodc's hindsight of the episode ahead, gathered across both ranks in
+# training only) resumes exactly; an env without privileged fields refuses it.
+rm -rf straight crashed
+kill_resume_matches "privileged-critic MAPPO" 1:7 train --agents-per-rank 2 --quiet --traj-every 0 \
+  --checkpoint-every 5 --algo mappo --critic-privileged --rollout-steps 16 --iterations 10 --eval-episodes 1
+pass "privileged-critic MAPPO: killed and resumed, the metrics equal the uninterrupted run's"
+expect_error "a privileged critic without privileged fields" 2 "--critic-privileged needs an env with privileged fields" -- \
+  "$BIN" train --env coop --algo mappo --critic-privileged --agents-per-rank 4 --iterations 1 --run-dir pc1 --quiet
 rm -rf straight crashed
 kill_resume_matches "MAPPO with actor groups" 1:7 "${COMMON[@]}" --actor-groups 0,1,1,0 --iterations 10 --eval-episodes 1
 pass "MAPPO with actor groups: killed and resumed, the metrics equal the uninterrupted run's"

@@ -101,3 +101,51 @@ TEST(World, CommonEpisodesGiveCopiesOfAGroupTheSameEpisodes) {
   EXPECT_EQ(pair_gap, 0.0);
   EXPECT_GT(other_gap, 0.0);
 }
+
+TEST(World, PrivilegedFieldsAreGatheredWhereALearnerAsksForThem) {
+  // Each agent's privileged row in every rank's view is what its shard writes, at any placement
+  // on ranks; the terminal view keeps the episode's last ones. Off by default.
+  auto comm = dist::Comm::world();
+  geodc::Config cfg;
+  cfg.episode_slots = 6;
+  auto factory = find_env("geodc").make_factory(cfg, kAgents);
+  World plain(*factory, comm, kAgents / comm.size(), 2, 5);
+  plain.reset();
+  EXPECT_EQ(plain.obs(0).privileged, nullptr);
+  World w(*factory, comm, kAgents / comm.size(), 2, 5);
+  w.set_privileged(true);
+  w.reset();
+  dist::Comm self(MPI_COMM_SELF, false);
+  World serial(*factory, self, kAgents, 2, 5);
+  serial.set_privileged(true);
+  serial.reset();
+  const int pd = w.spec().privileged_dim();
+  std::vector<float> mine(static_cast<std::size_t>(pd));
+  auto policy = make_heuristic("least-loaded", w.spec(), 0);
+  std::vector<int> actions, serial_actions;
+  double total = 0;
+  for (int step = 0; step < 2 * cfg.episode_slots; ++step) {
+    for (int c = 0; c < 2; ++c) {
+      ASSERT_EQ(w.obs(c).privileged_dim, pd);
+      for (int k = 0; k < w.local_agents(); ++k) {
+        w.shard(c, k).privileged(mine.data());
+        const float* row = w.obs(c).privileged_row(w.first_agent() + k);
+        EXPECT_EQ(std::vector<float>(row, row + pd), mine) << "step " << step;
+      }
+      for (int a = 0; a < kAgents; ++a)
+        for (int f = 0; f < pd; ++f) {
+          EXPECT_EQ(w.obs(c).privileged_row(a)[f], serial.obs(c).privileged_row(a)[f]);
+          total += w.obs(c).privileged_row(a)[f];
+        }
+    }
+    policy->act(w.policy_input(), actions);
+    w.step(actions);
+    policy->act(serial.policy_input(), serial_actions);
+    serial.step(serial_actions);
+    if (w.done(0)) {
+      for (int a = 0; a < kAgents; ++a)  // nothing arrives after the last slot
+        EXPECT_EQ(w.terminal_obs(0).privileged_row(a)[2], 0.f);
+    }
+  }
+  EXPECT_GT(total, 0.0);
+}
