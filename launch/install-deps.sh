@@ -8,7 +8,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev hdf5-tools
   libcli11-dev libtomlplusplus-dev libbenchmark-dev libgtest-dev
-  python3-torch python3-h5py
+  python3-torch python3-h5py python3-numpy python3-dev pybind11-dev
   slurm-wlm munge
   libopenblas0-openmp
   coinor-libclp-dev

@@ -3,7 +3,8 @@
 
 Every project include names a path under the installed include/marlsched/: `core/`, `dist/`,
 `io/`, `rollout/`, `train/` (the framework, src/ in the tree) or `agents/`, `envs/` (the
-plug-ins, at the tree's root); launch/, tests/ and bench/ may also include files beside them.
+plug-ins, at the tree's root); launch/, tests/ and bench/ may also include files beside them,
+and tests/ and python/ the CLI's headers in launch/.
 No header is reachable under two names, and each folder includes only what the table allows.
 
 Usage: test_layering.py SOURCE_DIR. Prints every violation, exits 1 if there is any.
@@ -24,6 +25,7 @@ ALLOWED = {
     "envs": {"core", "envs"},
     "agents": {"core", "dist", "io", "rollout", "envs", "agents"},
     "launch": set(FRAMEWORK) | set(PLUGINS),
+    "python": set(FRAMEWORK) | set(PLUGINS),
     "bench": set(FRAMEWORK) | set(PLUGINS),
     "tests": set(FRAMEWORK) | set(PLUGINS),
 }
@@ -61,8 +63,9 @@ def resolve(root, rel, name):
         return "root" if os.path.isfile(os.path.join(root, name)) else None
     if name in GENERATED:
         return "generated"
-    # The tests' own helpers (tests/test_util.hpp) and the CLI's headers they test.
-    if rel.startswith("tests/"):
+    # The tests' own helpers (tests/test_util.hpp) and the CLI's headers that the tests and the
+    # Python module use.
+    if rel.startswith(("tests/", "python/")):
         for extra in ("tests", "launch"):
             if os.path.isfile(os.path.join(root, extra, name)):
                 return extra
