@@ -20,4 +20,28 @@ cmake --build "$WORK/build" -j2 > "$WORK/build.log" || { cat "$WORK/build.log"; 
 "$WORK/build/downstream" "$WORK/run/policy.pt" | tee "$WORK/run.log"
 grep -q "exported policy" "$WORK/run.log"
 grep -q "downstream ok" "$WORK/run.log"
-echo "1 passed, 0 failed"
+# The installed Python package, where the module was built: Debian's python3 imports it from the
+# prefix's dist-packages, steps geodc and refuses a config the CLI refuses with its message.
+if ls "$BUILD"/python/marlsched/_core*.so > /dev/null 2>&1; then
+  site=$(ls -d "$WORK"/prefix/lib/python3*/dist-packages)
+  printf 'env = "geodc"\nslot-minutes = 0\n' > "$WORK/bad.toml"
+  (cd "$WORK" && PYTHONPATH="$site" /usr/bin/python3 - "$WORK/bad.toml" <<'PY') || exit 1
+import sys
+import numpy as np
+import marlsched
+assert "/prefix/" in marlsched.__file__, marlsched.__file__  # not the build tree
+env = marlsched.make("geodc", num_envs=4)
+obs = env.reset()
+obs, rew, term, trunc, info = env.step(np.zeros((4, env.num_agents), dtype=int))
+assert obs.shape == (4, env.num_agents, len(env.obs_fields)) and rew.shape == (4, env.num_agents)
+try:
+    marlsched.make(config=sys.argv[1])
+    sys.exit("a config the CLI refuses was accepted")
+except ValueError as e:
+    assert "--slot-minutes must divide 60, got 0" in str(e), e
+print("installed python package ok:", marlsched.__file__)
+PY
+  echo "2 passed, 0 failed"
+else
+  echo "1 passed, 0 failed (no Python module built: python3-dev and pybind11-dev)"
+fi

@@ -117,4 +117,13 @@ try:
     sys.exit("FAIL: an unknown key was accepted")
 except ValueError as e:
     check("slot-minutez" in str(e), f"an unknown key raises ValueError: {e}")
+bad_key = bad.replace(".toml", "-key.toml")
+with open(bad_key, "w") as f:
+    f.write('env = "geodc"\nslot-minutez = 15\n')
+try:
+    marlsched.make(config=bad_key)
+    sys.exit("FAIL: a config file with an unknown key was accepted")
+except ValueError as e:
+    check("unknown config key 'slot-minutez' (did you mean 'slot-minutes'?)" in str(e),
+          f"an unknown key in a config file raises the CLI's message: {e}")
 print("python: all passed")
