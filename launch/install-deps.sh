@@ -24,7 +24,7 @@ done
 # installed implementation with the highest priority: OpenBLAS's pthreads build (100) over its
 # OpenMP build (95) when both are installed. The pthreads build keeps its own thread pool beside
 # libtorch's OpenMP one, and a rank with --threads > 1 then runs several times slower
-# (docs/performance.md, "Threads per rank"), so the OpenMP build is selected for all three links,
+# (docs/performance.md, "BLAS and threads"), so the OpenMP build is selected for all three links,
 # unless another OpenMP build is chosen already.
 blas_links() {
   local multiarch

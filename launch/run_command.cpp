@@ -161,7 +161,7 @@ namespace {
 /// Collective. One warning line each, from rank 0, for a BLAS and a thread layout that make the
 /// run slower than it could: the reference BLAS (several times slower); with more than one thread
 /// per rank, a BLAS whose own thread pool competes with libtorch's OpenMP pool (4x slower than
-/// one thread at the default sizes here, docs/performance.md "Threads per rank"), a BLAS built
+/// one thread at the default sizes here, docs/performance.md "BLAS and threads"), a BLAS built
 /// single-threaded, and ranks with fewer cores to themselves than threads (mpirun binds each rank
 /// to one core by default).
 void warn_about_threads(const dist::Comm& comm, int threads) {

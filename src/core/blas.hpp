@@ -18,8 +18,8 @@ struct BlasInfo {
   std::string path;     ///< the loaded file, symlinks resolved ("" when none was found)
   /// Its threads are OpenMP's (OpenBLAS built with USE_OPENMP, BLIS with OpenMP threading): one
   /// pool with libtorch's and oneDNN's. A BLAS with its own pthreads pool competes with that pool
-  /// for a rank's cores when the rank runs several threads (docs/performance.md, "Threads per
-  /// rank").
+  /// for a rank's cores when the rank runs several threads (docs/performance.md, "BLAS and
+  /// threads").
   bool openmp = false;
   /// It multiplies on several threads at all (OpenBLAS's and BLIS's serial builds do not).
   bool threaded = false;

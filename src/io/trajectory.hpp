@@ -66,8 +66,8 @@ struct TrajConfig {
   /// When a flush waits for the storage (fsync, through HDF5's MPI_File_sync): "checkpoint"
   /// (default), at every checkpoint's flush and the last; other flushes hand their bytes to the
   /// OS only, which keeps them readable after the run is killed but not after the node crashes
-  /// (a resume cuts a segment back to its checkpoint's rows anyway). "flush": every flush, which
-  /// took about a third of the logging time of the default run (docs/performance.md).
+  /// (a resume cuts a segment back to its checkpoint's rows anyway). "flush": every flush, at a
+  /// cost that docs/performance.md ("Trajectory logging") explains.
   std::string sync = "checkpoint";
 
   void bind(OptionBinder& b);
