@@ -16,6 +16,18 @@
 
 namespace marlsched {
 
+/// What `marlsched gen-data` asks of an env that generates input files (synthetic traces,
+/// profiles): its options (gen-data's flags, unique across envs) and the writing.
+class DataGenerator {
+ public:
+  virtual ~DataGenerator() = default;
+  virtual void bind(OptionBinder& binder) = 0;
+  /// Throws ConfigError naming a bad option (before any env writes anything).
+  virtual void validate() const {}
+  /// Writes the files; returns one line per set of files written, for the command to print.
+  virtual std::vector<std::string> write() const = 0;
+};
+
 struct EnvEntry {
   std::string name;
   std::string description;
@@ -33,6 +45,8 @@ struct EnvEntry {
   /// end of the bracket on the optimum that evaluations print beside the bound
   /// (EnvFactory::episode_bound). Empty: the env has none.
   std::string hindsight_schedule = {};
+  /// The env's generated input files (`marlsched gen-data`); null: it has none.
+  std::function<std::unique_ptr<DataGenerator>()> make_generator = {};
 };
 
 const std::vector<EnvEntry>& env_registry();

@@ -10,16 +10,10 @@
 #include <unistd.h>
 
 #include "commands.hpp"
-#include "core/csv.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
-#include "core/rng.hpp"
 #include "core/version.hpp"
 #include "envs/baselines.hpp"
-#include "envs/geodc/geodc.hpp"
-#include "envs/geodc/traces.hpp"
-#include "envs/geodc/workload.hpp"
-#include "envs/lstcb/lstcb.hpp"
 #include "report.hpp"
 #include "slurm.hpp"
 #include "train/run_dir.hpp"
@@ -158,54 +152,38 @@ void check_sweep_lines(const SlurmJob& job) {
   }
 }
 
+/// `marlsched gen-data`: every env's generated input files (EnvEntry::make_generator), each env
+/// binding its own flags.
 class GenDataCommand : public Subcommand {
  public:
   CLI::App* add_to(CLI::App& app) override {
-    auto* gen = app.add_subcommand(
-        "gen-data",
-        "write the project's synthetic traces (Electricity Maps and price formats) and a "
-        "sample pai_task_table");
-    gen->add_option("--out", out_, "output directory")->capture_default_str();
-    gen->add_option("--days", days_, "days of hourly trace per zone")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 36600));
-    gen->add_option("--tasks", tasks_, "rows of the sample pai_task_table")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 100000000));
-    gen->add_option("--profiles-out", profiles_, "where to write the lstcb batch profiles")
-        ->capture_default_str();
+    auto* gen = app.add_subcommand("gen-data",
+                                   "write the envs' generated input files: geodc's synthetic "
+                                   "traces (Electricity Maps and price formats) and sample "
+                                   "pai_task_table, lstcb's batch profiles");
+    binder_ = std::make_unique<Binder>(gen);
+    for (const auto& e : env_registry())
+      if (e.make_generator) {
+        generators_.push_back(e.make_generator());
+        generators_.back()->bind(*binder_);
+      }
     return gen;
+  }
+  std::optional<int> validate(const dist::Comm& comm) override {
+    (void)comm;
+    for (const auto& g : generators_) g->validate();
+    return std::nullopt;
   }
   int run(const dist::Comm& comm) override {
     if (!comm.is_root()) return 0;
-    make_dirs(out_);
-    std::int64_t t0 = 0;
-    csv::parse_datetime("2023-01-01 00:00", t0);
-    // The same seeds as the default run's synthetic traces (site i of the default site list
-    // uses derive_seed(trace_seed, {i})), so these files are the first days of that data.
-    const geodc::Config defaults;
-    for (std::size_t i = 0; i < defaults.sites.size(); ++i) {
-      const auto& z = defaults.sites[i];
-      const auto& p = geodc::zone_profile(z);
-      const auto seed = derive_seed(defaults.trace_seed, {i});
-      geodc::write_carbon_csv(out_ + "/" + z + "_synthetic_hourly.csv",
-                              geodc::synth_carbon(p, t0 / 3600, days_ * 24, seed), z);
-      geodc::write_price_csv(out_ + "/" + z + "_synthetic_prices.csv",
-                             geodc::synth_price(p, t0 / 3600, days_ * 24, seed));
-    }
-    geodc::write_pai_task_table(out_ + "/pai_task_table_sample.csv", tasks_, 2020);
-    std::cout << "wrote synthetic traces for " << geodc::builtin_zones().size()
-              << " zones and a pai_task_table sample into " << out_ << std::endl;
-    const auto dir = std::filesystem::path(profiles_).parent_path();
-    if (!dir.empty()) make_dirs(dir);
-    write_file_atomic(profiles_, lstcb::profiles_csv(lstcb::builtin_profiles()));
-    std::cout << "wrote the lstcb batch profiles to " << profiles_ << std::endl;
+    for (const auto& g : generators_)
+      for (const auto& line : g->write()) std::cout << line << std::endl;
     return 0;
   }
 
  private:
-  std::string out_ = "data/generated", profiles_ = "data/lstcb/batch_profiles.csv";
-  int days_ = 14, tasks_ = 200;
+  std::unique_ptr<Binder> binder_;
+  std::vector<std::unique_ptr<DataGenerator>> generators_;
 };
 
 class ListCommand : public Subcommand {

@@ -4,8 +4,13 @@
 #include <cmath>
 #include <iostream>
 
+#include "core/csv.hpp"
+#include "core/file.hpp"
+#include "core/rng.hpp"
 #include "envs/geodc/geodc.hpp"
 #include "envs/geodc/oracle.hpp"
+#include "envs/geodc/traces.hpp"
+#include "envs/geodc/workload.hpp"
 #include "envs/registry.hpp"
 
 namespace marlsched {
@@ -61,6 +66,47 @@ class GeoDcFactory final : public EnvFactory {
   std::vector<std::shared_ptr<const SiteData>> sites_;
 };
 
+/// `marlsched gen-data`: the synthetic traces of the built-in zones (Electricity Maps and price
+/// formats) and a sample pai_task_table.
+class Generator final : public DataGenerator {
+ public:
+  void bind(OptionBinder& b) override {
+    b.group("geodc");
+    b.add("out", out_, "output directory of the synthetic traces and the pai_task_table sample");
+    b.add("days", days_, "days of hourly trace per zone (1 to 36600)");
+    b.add("tasks", tasks_, "rows of the sample pai_task_table (1 to 100000000)");
+  }
+  void validate() const override {
+    MARLSCHED_REQUIRE(days_ >= 1 && days_ <= 36600, "--days must be in [1, 36600], got " << days_);
+    MARLSCHED_REQUIRE(tasks_ >= 1 && tasks_ <= 100000000,
+                      "--tasks must be in [1, 100000000], got " << tasks_);
+  }
+  std::vector<std::string> write() const override {
+    make_dirs(out_);
+    std::int64_t t0 = 0;
+    csv::parse_datetime("2023-01-01 00:00", t0);
+    // The same seeds as the default run's synthetic traces (site i of the default site list
+    // uses derive_seed(trace_seed, {i})), so these files are the first days of that data.
+    const Config defaults;
+    for (std::size_t i = 0; i < defaults.sites.size(); ++i) {
+      const auto& z = defaults.sites[i];
+      const auto& p = zone_profile(z);
+      const auto seed = derive_seed(defaults.trace_seed, {i});
+      write_carbon_csv(out_ + "/" + z + "_synthetic_hourly.csv",
+                       synth_carbon(p, t0 / 3600, days_ * 24, seed), z);
+      write_price_csv(out_ + "/" + z + "_synthetic_prices.csv",
+                      synth_price(p, t0 / 3600, days_ * 24, seed));
+    }
+    write_pai_task_table(out_ + "/pai_task_table_sample.csv", tasks_, 2020);
+    return {"wrote synthetic traces for " + std::to_string(builtin_zones().size()) +
+            " zones and a pai_task_table sample into " + out_};
+  }
+
+ private:
+  std::string out_ = "data/generated";
+  int days_ = 14, tasks_ = 200;
+};
+
 }  // namespace
 
 EnvEntry entry() {
@@ -72,7 +118,8 @@ EnvEntry entry() {
           },
           marlsched::geodc_heuristic_names,
           marlsched::make_geodc_heuristic,
-          "hindsight"};
+          "hindsight",
+          [] { return std::make_unique<Generator>(); }};
 }
 
 }  // namespace marlsched::geodc

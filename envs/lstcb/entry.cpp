@@ -1,6 +1,9 @@
 /// \file entry.cpp
 /// The lstcb env's row of the env table: its name, description, config and factory.
 
+#include <filesystem>
+
+#include "core/file.hpp"
 #include "core/latency_histogram.hpp"
 #include "envs/lstcb/lstcb.hpp"
 #include "envs/registry.hpp"
@@ -40,6 +43,24 @@ class LstcbFactory final : public EnvFactory {
   int n_;
 };
 
+/// `marlsched gen-data`: the built-in batch profiles as the CSV file that --profiles reads.
+class Generator final : public DataGenerator {
+ public:
+  void bind(OptionBinder& b) override {
+    b.group("lstcb");
+    b.add("profiles-out", profiles_, "where to write the lstcb batch profiles");
+  }
+  std::vector<std::string> write() const override {
+    const auto dir = std::filesystem::path(profiles_).parent_path();
+    if (!dir.empty()) make_dirs(dir.string());
+    write_file_atomic(profiles_, profiles_csv(builtin_profiles()));
+    return {"wrote the lstcb batch profiles to " + profiles_};
+  }
+
+ private:
+  std::string profiles_ = "data/lstcb/batch_profiles.csv";
+};
+
 }  // namespace
 
 EnvEntry entry() {
@@ -51,7 +72,9 @@ EnvEntry entry() {
             return std::make_unique<LstcbFactory>(dynamic_cast<const Config&>(c), n);
           },
           marlsched::batch_heuristic_names,
-          marlsched::make_batch_heuristic};
+          marlsched::make_batch_heuristic,
+          {},
+          [] { return std::make_unique<Generator>(); }};
 }
 
 }  // namespace marlsched::lstcb

@@ -113,9 +113,9 @@ expect_error "missing workload file" 2 "cannot open" -- \
 expect_error "replicated sites over fewer agents" 2 "cycles 4 sites over the run's agents, but the run has only 3 agents" -- \
   mpi 3 "$BIN" train --replicate-sites --iterations 1 --run-dir "$WORK/three"
 [ ! -e "$WORK/three/config.toml" ] || fail "a refused run wrote config.toml"
-expect_error "gen-data with negative days" 2 "days: Value -1 not in range 1 to 36600" -- \
+expect_error "gen-data with negative days" 2 "--days must be in \[1, 36600\], got -1" -- \
   "$BIN" gen-data --days -1 --out "$WORK/gen"
-expect_error "gen-data with zero days" 2 "days: Value 0 not in range" -- "$BIN" gen-data --days 0 --out "$WORK/gen"
+expect_error "gen-data with zero days" 2 "--days must be in \[1, 36600\], got 0" -- "$BIN" gen-data --days 0 --out "$WORK/gen"
 [ ! -e "$WORK/gen" ] || fail "a refused gen-data wrote files"
 expect_error "aset arrival rate that overflows" 2 "edge-rates 1e+308/s .* allows at most 1e6" -- \
   "$BIN" train --env aset --agents-per-rank 4 --edge-rates 1e308 20 20 20
