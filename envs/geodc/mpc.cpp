@@ -1,7 +1,6 @@
 #include "envs/geodc/mpc.hpp"
 
-#include <ClpSimplex.hpp>
-#include <CoinPackedMatrix.hpp>
+#include <CoinTypes.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +9,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "envs/geodc/packing_lp.hpp"
 #include "envs/geodc/workload.hpp"
 
 namespace marlsched::geodc {
@@ -180,23 +180,11 @@ SlotPlan plan_slot(const std::vector<const Shard*>& sites, const EnvSpec& spec, 
   }
   plan.columns = static_cast<int>(cols.size());
   if (cols.empty()) return plan;
-  const CoinPackedMatrix matrix(true, job_row, static_cast<int>(cols.size()),
-                                static_cast<CoinBigIndex>(values.size()), values.data(),
-                                rows.data(), starts.data(), lengths.data());
-  std::vector<double> col_lo(cols.size(), 0.0), col_hi(cols.size(), 1.0);
-  std::vector<double> row_lo(static_cast<std::size_t>(job_row), -COIN_DBL_MAX);
   std::vector<double> row_hi(static_cast<std::size_t>(job_row), 1.0);
   for (std::size_t r = 0; r < headroom.size(); ++r) row_hi[r] = std::max(0.0, headroom[r]);
-  ClpSimplex lp;
-  lp.setLogLevel(0);
-  lp.loadProblem(matrix, col_lo.data(), col_hi.data(), objective.data(), row_lo.data(),
-                 row_hi.data());
-  lp.setOptimizationDirection(-1);  // maximise
-  lp.dual();
-  MARLSCHED_CHECK(lp.isProvenOptimal(),
-                  "the MPC's LP was not solved to optimality (CLP status " << lp.status() << ")");
-  plan.objective = lp.objectiveValue();
-  const double* x = lp.primalColumnSolution();
+  std::vector<double> x;
+  plan.objective = solve_packing_lp("the MPC's LP", job_row, starts, lengths, rows, values,
+                                    objective, row_hi, &x);
   for (std::size_t i = 0; i < cols.size(); ++i) {
     const Column& c = cols[i];
     const double g = x[i] * c.gpus;

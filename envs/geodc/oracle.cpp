@@ -1,7 +1,6 @@
 #include "envs/geodc/oracle.hpp"
 
-#include <ClpSimplex.hpp>
-#include <CoinPackedMatrix.hpp>
+#include <CoinTypes.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +8,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "envs/geodc/packing_lp.hpp"
 
 namespace marlsched::geodc {
 
@@ -103,24 +103,12 @@ double solve(const std::vector<Column>& cols, int jobs, const std::vector<int>& 
     lengths.push_back(c.last - c.first + 2);
     objective.push_back(c.value);
   }
-  const CoinPackedMatrix matrix(true, rows, static_cast<int>(objective.size()),
-                                static_cast<CoinBigIndex>(values.size()), values.data(),
-                                indices.data(), starts.data(), lengths.data());
-  std::vector<double> col_lo(objective.size(), 0.0), col_hi(objective.size(), 1.0);
-  std::vector<double> row_lo(static_cast<std::size_t>(rows), -COIN_DBL_MAX);
   std::vector<double> row_hi(static_cast<std::size_t>(rows), 1.0);
   for (int a = 0; a < n; ++a)
     for (int t = 0; t < T; ++t)
       row_hi[static_cast<std::size_t>(a * T + t)] = capacity[static_cast<std::size_t>(a)];
-  ClpSimplex lp;
-  lp.setLogLevel(0);
-  lp.loadProblem(matrix, col_lo.data(), col_hi.data(), objective.data(), row_lo.data(),
-                 row_hi.data());
-  lp.setOptimizationDirection(-1);  // maximise
-  lp.dual();
-  MARLSCHED_CHECK(lp.isProvenOptimal(),
-                  "the oracle LP was not solved to optimality (CLP status " << lp.status() << ")");
-  return lp.objectiveValue();
+  return solve_packing_lp("the oracle LP", rows, starts, lengths, indices, values, objective,
+                          row_hi);
 }
 
 /// The Lagrangian dual of the capacity rows (utility_bound's comment): the lowest upper bound
