@@ -150,17 +150,8 @@ class VecEnv {
   py::array_t<int> baseline(const std::string& name) {
     MARLSCHED_REQUIRE(started_, "baseline() before reset()");
     auto it = baselines_.find(name);
-    if (it == baselines_.end()) {
-      const auto& entry = find_env(cfg_->cmd.run.env);
-      auto p = entry.make_baseline(name, spec(), seed_);
-      if (!p) {
-        std::string known;
-        for (const auto& b : entry.baseline_names()) known += (known.empty() ? "" : ", ") + b;
-        MARLSCHED_THROW(ConfigError, "env '" << entry.name << "' has no baseline '" << name
-                                             << "' (known: " << known << ")");
-      }
-      it = baselines_.emplace(name, std::move(p)).first;
-    }
+    if (it == baselines_.end())  // as the CLI makes it: its seed, its message for a bad name
+      it = baselines_.emplace(name, make_heuristic(name, spec(), seed_)).first;
     std::vector<int> out;
     {
       py::gil_scoped_release nogil;
@@ -177,10 +168,9 @@ class VecEnv {
     MARLSCHED_REQUIRE(started_ && copy >= 0 && copy < k_,
                       "episode_bound: copy " << copy << " of " << k_ << " (after reset())");
     const std::uint64_t ep = world_->episode_index(copy);
-    std::vector<std::uint64_t> shard_seeds;
-    for (int a = 0; a < n_; ++a) shard_seeds.push_back(episode_shard_seed(seed_, copy, ep, a));
     py::gil_scoped_release nogil;
-    return factory_->episode_bound(episode_world_seed(seed_, copy, ep), shard_seeds);
+    return factory_->episode_bound(episode_world_seed(seed_, copy, ep),
+                                   episode_shard_seeds(seed_, copy, ep, n_));
   }
 
   /// The C++ loop that the Python loop is measured against (bench/python_step.py): `steps` steps

@@ -242,15 +242,13 @@ void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory
   EvalRow bound, floor;
   if (with_bound && comm.is_root()) {
     const int n_ep = rows.front().episodes;
-    std::vector<std::uint64_t> shard_seeds(static_cast<std::size_t>(n));
     Progress progress(true, "oracle bound", n_ep);
     for (int i = 0; i < n_ep; ++i) {
       progress.at(i);
       const int c = i % es.copies;
       const auto r = static_cast<std::uint64_t>(i / es.copies);
-      for (int a = 0; a < n; ++a)
-        shard_seeds[static_cast<std::size_t>(a)] = episode_shard_seed(es.seed, c, r, a);
-      const double b = factory.episode_bound(episode_world_seed(es.seed, c, r), shard_seeds);
+      const double b = factory.episode_bound(episode_world_seed(es.seed, c, r),
+                                             episode_shard_seeds(es.seed, c, r, n));
       if (std::isnan(b)) break;  // the env has none (or not at this size)
       bound.returns.push_back(b);
     }

@@ -49,6 +49,14 @@ std::uint64_t episode_shard_seed(std::uint64_t seed, int copy, std::uint64_t epi
       seed, {static_cast<std::uint64_t>(copy), episode, static_cast<std::uint64_t>(agent) + 1});
 }
 
+std::vector<std::uint64_t> episode_shard_seeds(std::uint64_t seed, int copy, std::uint64_t episode,
+                                               int agents) {
+  std::vector<std::uint64_t> seeds(static_cast<std::size_t>(agents));
+  for (int a = 0; a < agents; ++a)
+    seeds[static_cast<std::size_t>(a)] = episode_shard_seed(seed, copy, episode, a);
+  return seeds;
+}
+
 void World::set_common_episodes(int group) {
   MARLSCHED_CHECK(group >= 1, "common episodes in groups of " << group);
   group_ = group;

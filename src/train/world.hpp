@@ -31,6 +31,9 @@ struct StepTimes {
 /// so that evaluation tools (e.g. an env's hindsight bound) can rebuild the same episodes.
 std::uint64_t episode_world_seed(std::uint64_t seed, int copy, std::uint64_t episode);
 std::uint64_t episode_shard_seed(std::uint64_t seed, int copy, std::uint64_t episode, int agent);
+/// episode_shard_seed of agents 0 .. agents-1: what EnvFactory::episode_bound takes.
+std::vector<std::uint64_t> episode_shard_seeds(std::uint64_t seed, int copy, std::uint64_t episode,
+                                               int agents);
 
 class World {
  public:

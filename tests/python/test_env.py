@@ -88,6 +88,12 @@ for name in ("least-loaded", "mpc"):
     acts = a.baseline(name)
     check(acts.shape == (2, a.num_agents) and acts.min() >= 0 and acts.max() < n_act,
           f"baseline {name} acts on the batch")
+try:
+    a.baseline("no-such-rule")
+    sys.exit("FAIL: an unknown baseline was accepted")
+except ValueError as e:
+    check("unknown baseline 'no-such-rule' for env geodc" in str(e),
+          f"an unknown baseline raises the CLI's message: {e}")
 bound = a.episode_bound(0)
 check(np.isfinite(bound), f"geodc's hindsight bound of an episode: {bound:.2f}")
 p = marlsched.ParallelEnv(config=config, seed=seed)
