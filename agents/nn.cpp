@@ -320,20 +320,6 @@ std::string tensor_string(const torch::Tensor& t) {
   return std::string(static_cast<const char*>(h.data_ptr()), static_cast<std::size_t>(h.numel()));
 }
 
-std::string every_agent_message(const std::string& option, const std::string& name,
-                                int num_agents) {
-  return option + " " + name +
-         " plans for every site at once: train with one rank holding every agent (mpirun -n 1 "
-         "--agents-per-rank " +
-         std::to_string(num_agents) + ")";
-}
-
-void require_every_agent_here(const Policy& planner, const std::string& option,
-                              const std::string& name, int local_agents, int num_agents) {
-  MARLSCHED_REQUIRE(!planner.needs_every_agent() || local_agents == num_agents,
-                    every_agent_message(option, name, num_agents));
-}
-
 void write_base(torch::serialize::OutputArchive& ar, const std::string& name, double margin) {
   if (name.empty()) return;
   ar.write("base_policy", string_tensor(name));

@@ -134,15 +134,6 @@ std::string script_per_agent(torch::jit::Module& mod, const std::string& prefix,
 torch::Tensor string_tensor(const std::string& s);
 std::string tensor_string(const torch::Tensor& t);
 
-/// What a planner that needs every agent (Policy::needs_every_agent: the MPC) asks of the
-/// layout, as the message of a ConfigError: `option name` (e.g. "--es-base mpc") plans for every
-/// site at once, so one rank must hold all `num_agents` agents.
-std::string every_agent_message(const std::string& option, const std::string& name, int num_agents);
-/// ConfigError (every_agent_message) when `planner` needs every agent and this rank holds
-/// `local_agents` of `num_agents`.
-void require_every_agent_here(const Policy& planner, const std::string& option,
-                              const std::string& name, int local_agents, int num_agents);
-
 /// A residual policy's baseline in a model file (ES --es-base, MAPPO --base-policy): its name and
 /// margin, nothing without one.
 void write_base(torch::serialize::OutputArchive& ar, const std::string& name, double margin);

@@ -143,19 +143,6 @@ void LearnerConfigs::check_copies(const std::string& algo, int copies) const {
   require_copy_groups(algo, e.copy_group_of ? e.copy_group_of(*this) : e.copy_group, copies);
 }
 
-void LearnerConfigs::check_ranks(const std::string& algo, const EnvSpec& spec, int num_agents,
-                                 int ranks) const {
-  const auto& e = entry(algo);
-  if (e.check_ranks) e.check_ranks(*this, spec, num_agents, ranks);
-}
-
-void require_teacher_on_one_rank(const std::string& option, const std::string& teacher,
-                                 const EnvSpec& spec, int num_agents, int ranks) {
-  if (teacher.empty() || ranks == 1) return;
-  MARLSCHED_REQUIRE(!make_heuristic(teacher, spec, 0)->needs_every_agent(),
-                    nn::every_agent_message(option, teacher, num_agents));
-}
-
 void LearnerConfigs::check_inputs(const std::string& algo, const EnvSpec& spec, int num_agents,
                                   int rank, int ranks) const {
   const auto& e = entry(algo);

@@ -79,9 +79,6 @@ class LearnerConfigs {
   /// Throws ConfigError when the named learner cannot train on `copies` env copies per rank
   /// (ES: antithetic pairs of copies that share episodes, so an even number).
   void check_copies(const std::string& algo, int copies) const;
-  /// The named learner's check that it can train with `num_agents` agents over `ranks` ranks
-  /// (LearnerEntry::check_ranks), if it has one.
-  void check_ranks(const std::string& algo, const EnvSpec& spec, int num_agents, int ranks) const;
   /// The named learner's check of the input files its training reads (LearnerEntry::
   /// check_inputs), if it has one.
   void check_inputs(const std::string& algo, const EnvSpec& spec, int num_agents, int rank,
@@ -137,10 +134,6 @@ struct LearnerEntry {
   /// ConfigError otherwise. Learners without it cannot warm-start.
   std::function<void(const LearnerConfigs&, const EnvSpec&, int, int, const std::string&)>
       check_init = {};
-  /// Optional: checks, before any collective, that it can train with `num_agents` agents spread
-  /// over `ranks` ranks (ES imitating a planner that needs every agent on one rank); throws
-  /// ConfigError otherwise.
-  std::function<void(const LearnerConfigs&, const EnvSpec&, int, int)> check_ranks = {};
   /// Optional: the copy group when an option sets it (MAPPO's --common-episodes); replaces
   /// copy_group.
   std::function<int(const LearnerConfigs&)> copy_group_of = {};
@@ -161,12 +154,6 @@ std::vector<const T*> learners_as(const std::vector<const Learner*>& ranks) {
   }
   return out;
 }
-
-/// A check_ranks for a learner that imitates a baseline (`option` names it, e.g. --imitate;
-/// empty `teacher`: none): ConfigError when the teacher plans for every agent at once (the MPC)
-/// and the agents are spread over more than one rank.
-void require_teacher_on_one_rank(const std::string& option, const std::string& teacher,
-                                 const EnvSpec& spec, int num_agents, int ranks);
 
 /// Every registered learner's name, in table order (register_learner's rows last).
 std::vector<std::string> learner_names();

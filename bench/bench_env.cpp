@@ -48,7 +48,7 @@ void step_geodc_worlds(benchmark::State& state, int n, int copies, int neighbour
       const auto at = [&](int a) -> Shard& { return *shards[static_cast<std::size_t>(c * n + a)]; };
       for (int a = 0; a < n; ++a) at(a).observe(gc + a * d);
       GlobalObs view{gc, n, d};
-      PolicyInput in{&spec, 1, n, 0, n, {view}, {0}, {0}, {}};
+      PolicyInput in{&spec, 1, n, 0, n, {view}, {0}, {0}, {}, {}};
       policy->act(in, actions);
       all.clear();
       bool done = false;
@@ -114,7 +114,7 @@ struct InProcess {
     const int n = static_cast<int>(shards.size()), d = spec.obs_dim();
     for (int a = 0; a < n; ++a) shards[static_cast<std::size_t>(a)]->observe(g.data() + a * d);
     GlobalObs view{g.data(), n, d};
-    PolicyInput in{&spec, 1, n, 0, n, {view}, {0}, {0}, {}};
+    PolicyInput in{&spec, 1, n, 0, n, {view}, {0}, {0}, {}, {}};
     policy->act(in, actions);
     for (int a = 0; a < n; ++a)
       shards[static_cast<std::size_t>(a)]->act(actions[static_cast<std::size_t>(a)], view,

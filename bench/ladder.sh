@@ -24,8 +24,8 @@
 # mappo-mpc = MAPPO with its centralized critic, 4 copies, 200 updates whose actor loss adds the
 # mpc's cross-entropy, weight 5 falling to 0 (--imitate mpc); evaluated on the ES's 32 copies
 # so that every learner meets the same episodes.
-# Everything runs on one rank (the MPC plans for every site at once, and its teacher needs them
-# all); LADDER_ITERS_<RUNG> overrides a rung's ES iterations; LADDER_BRACKET_MAX (default 32)
+# Everything runs on one rank (the measured layout: ES and the MPC's LPs cost the same work on
+# every rank, so on 2 cores more ranks only share them); LADDER_ITERS_<RUNG> overrides a rung's ES iterations; LADDER_BRACKET_MAX (default 32)
 # is the largest rung whose evaluations bracket the optimum (LP bound and hindsight schedule);
 # LADDER_PROTOCOLS (default all three) picks protocols. Runs already in OUT are kept (a rerun with
 # more learners or protocols trains only what is missing).

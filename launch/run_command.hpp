@@ -31,7 +31,7 @@ Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner,
                  const std::function<void()>& before_validate = {});
 
 /// The env's baselines an evaluation runs when none are named: all of them (a central planner,
-/// Policy::needs_every_agent, runs on rank 0 with every agent when the job has more ranks).
+/// Policy::needs_every_agent, included).
 std::vector<std::string> default_baselines(const std::string& env);
 
 /// Creates `run.run_dir` if needed, proves that this rank can write into it, and takes this

@@ -205,8 +205,6 @@ class TrainCommand : public RunCommand {
           plan_resume(run, comm, config_fingerprint(cmd_.binder->to_toml()), quarantine_damaged_);
     }
     cmd_.learners.check_copies(run.algo, run.envs_per_rank);
-    cmd_.learners.check_ranks(run.algo, prep_.factory->spec(), run.agents_per_rank * comm.size(),
-                              comm.size());
     cmd_.learners.check_inputs(run.algo, prep_.factory->spec(), run.agents_per_rank * comm.size(),
                                comm.rank(), comm.size());
     if (resume_dir_.empty() && !run.init_from.empty()) {

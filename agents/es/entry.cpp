@@ -46,10 +46,6 @@ LearnerEntry es() {
                    Es::export_torchscript(learners_as<Es>(ranks), path, metadata);
                  }};
   e.copy_group = Es::kCopyGroup;
-  e.check_ranks = [](const LearnerConfigs& c, const EnvSpec& spec, int num_agents, int ranks) {
-    require_teacher_on_one_rank("--es-imitate", c.get<EsConfig>().imitate, spec, num_agents, ranks);
-    require_teacher_on_one_rank("--es-base", c.get<EsConfig>().base, spec, num_agents, ranks);
-  };
   return e;
 }
 

@@ -119,6 +119,7 @@ struct Es::Impl {
   double imitation_accuracy = 0;
   // --es-base: the baseline and its actions at this step.
   Es::TeacherMaker make_base;
+  bool planner = false;  // the teacher or the base plans every site at once (needs_every_agent)
   std::unique_ptr<Policy> base;
   std::vector<int> base_actions;
 
@@ -417,6 +418,12 @@ Es::Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num
       std::make_unique<Impl>(cfg, comm, spec, num_agents, first_agent, local_agents, copies, seed);
   impl_->make_teacher = std::move(teacher);
   impl_->make_base = std::move(base);
+  impl_->planner = (impl_->make_teacher && impl_->make_teacher()->needs_every_agent()) ||
+                   (impl_->make_base && impl_->make_base()->needs_every_agent());
+}
+
+bool Es::needs_every_agent() const {
+  return impl_->planner;
 }
 
 void Es::Impl::fit_imitation() {
@@ -519,7 +526,6 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
     if (!m.base) {
       MARLSCHED_CHECK(m.make_base, "--es-base without a baseline");
       m.base = m.make_base();
-      nn::require_every_agent_here(*m.base, "--es-base", m.cfg.base, m.k, m.n);
     }
     m.base->act(in, m.base_actions);
   }
@@ -566,7 +572,6 @@ void Es::set_training(bool training) {
   if (training && m.imitating() && !m.teacher) {
     MARLSCHED_CHECK(m.make_teacher, "--es-imitate without a teacher");
     m.teacher = m.make_teacher();
-    nn::require_every_agent_here(*m.teacher, "--es-imitate", m.cfg.imitate, m.k, m.n);
   }
   m.training = training;
 }

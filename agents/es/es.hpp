@@ -115,6 +115,8 @@ class Es final : public Learner {
   /// Copies per antithetic pair, which run the same episodes.
   static constexpr int kCopyGroup = 2;
   int common_episodes() const override { return kCopyGroup; }
+  /// Whether its base (--es-base) or teacher (--es-imitate) plans every site at once.
+  bool needs_every_agent() const override;
   /// θ, the input moments, the iteration count.
   void save(const std::string& path) const override;
   void load(const std::string& path) override;

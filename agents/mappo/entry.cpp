@@ -44,12 +44,6 @@ LearnerEntry family(const std::string& name, bool central_critic, const std::str
         if (!central_critic) m.critic = "local";
         Mappo::check_model_layout(model, m, spec, n, k);
       },
-      [](const LearnerConfigs& c, const EnvSpec& spec, int num_agents, int ranks) {
-        require_teacher_on_one_rank("--imitate", c.get<MappoConfig>().imitate, spec, num_agents,
-                                    ranks);
-        require_teacher_on_one_rank("--base-policy", c.get<MappoConfig>().base_policy, spec,
-                                    num_agents, ranks);
-      },
       [](const LearnerConfigs& c) { return c.get<MappoConfig>().common_episodes; }};
 }
 

@@ -23,6 +23,11 @@ bool Mappo::wants_privileged() const {
   return impl_->cfg.critic_privileged;
 }
 
+bool Mappo::needs_every_agent() const {
+  const auto& m = *impl_;
+  return (m.base && m.base->needs_every_agent()) || (m.teacher && m.teacher->needs_every_agent());
+}
+
 void Mappo::set_training(bool t) {
   if (t) require_copy_groups(name(), impl_->cfg.common_episodes, impl_->e);
   impl_->training = t;

@@ -133,6 +133,8 @@ class Mappo final : public Learner {
   int common_episodes() const override;
   /// --critic-privileged.
   bool wants_privileged() const override;
+  /// Whether its teacher (--imitate) or base policy (--base-policy) plans every site at once.
+  bool needs_every_agent() const override;
   /// Chooses actions. In training mode it samples and records (obs, action, log-prob, value);
   /// in evaluation mode it samples (or takes the argmax when deterministic) without recording.
   void act(const PolicyInput& in, std::vector<int>& actions) override;

@@ -139,11 +139,8 @@ struct Mappo::Impl : nn::LearnerDims {
     cfg.check_env(sp);
     if (!cfg.imitate.empty())
       teacher = make_heuristic(cfg.imitate, sp, derive_seed(seed, {0x7EAC}));
-    if (!cfg.base_policy.empty()) {
+    if (!cfg.base_policy.empty())
       base = make_heuristic(cfg.base_policy, sp, derive_seed(seed, {0xBA5E}));
-      nn::require_every_agent_here(*base, "--base-policy", cfg.base_policy, local_agents,
-                                   num_agents);
-    }
     // Same torch seed on every rank: shared networks start identical (and are broadcast anyway).
     torch::manual_seed(derive_seed(seed, {0x1417}) & 0x7FFFFFFFFFFFULL);
     int n_actors = cfg.share_actor ? 1 : k;

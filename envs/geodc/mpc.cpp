@@ -317,28 +317,27 @@ class Mpc final : public Policy {
   bool needs_every_agent() const override { return true; }
 
   void act(const PolicyInput& in, std::vector<int>& actions) override {
-    MARLSCHED_REQUIRE(in.local_agents == in.num_agents,
-                      name_ << " plans for every site at once and needs every agent on one rank "
-                               "(run it with mpirun -n 1 --agents-per-rank "
-                            << in.num_agents << "; evaluations are the same at any rank count)");
-    const int k = in.local_agents;
+    const int n = in.num_agents, k = in.local_agents;
+    MARLSCHED_CHECK(static_cast<int>(in.every_shard.size()) == in.copies * n,
+                    name_ << " plans for every site at once: the world must hand it every shard "
+                             "(World::set_every_shard)");
     actions.resize(static_cast<std::size_t>(in.copies * k));
-    std::vector<const Shard*> sites(static_cast<std::size_t>(k));
+    std::vector<const Shard*> sites(static_cast<std::size_t>(n));
     for (int c = 0; c < in.copies; ++c) {
-      for (int a = 0; a < k; ++a) {
+      for (int a = 0; a < n; ++a) {
         sites[static_cast<std::size_t>(a)] =
-            dynamic_cast<const Shard*>(in.shards.at(static_cast<std::size_t>(c * k + a)));
+            dynamic_cast<const Shard*>(in.every_shard[static_cast<std::size_t>(c * n + a)]);
         MARLSCHED_CHECK(sites[static_cast<std::size_t>(a)] != nullptr,
                         name_ << " runs on geodc's shards only");
       }
       const auto t0 = std::chrono::steady_clock::now();
-      const int horizon = horizon_ > 0 ? horizon_ : hindsight_horizon(k);
+      const int horizon = horizon_ > 0 ? horizon_ : hindsight_horizon(n);
       const SlotPlan plan = plan_slot(sites, *in.spec, forecast_, horizon, known_arrivals_);
       solve_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       ++solves_;
-      for (int a = 0; a < k; ++a)
-        actions[static_cast<std::size_t>(c * k + a)] =
-            map_to_action(plan, *in.spec, a, false, known_arrivals_);
+      for (int kk = 0; kk < k; ++kk)
+        actions[static_cast<std::size_t>(c * k + kk)] =
+            map_to_action(plan, *in.spec, in.first_agent + kk, false, known_arrivals_);
     }
   }
 

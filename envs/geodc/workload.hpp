@@ -37,7 +37,10 @@ struct Job {
   std::int32_t hops = 0;       ///< times forwarded
   std::int32_t violated = 0;   ///< SLA violation already counted
   float data_gb = 0.f;
+  std::int32_t reserved = 0;  ///< fills what would be padding: every byte saved or sent is set
 };
+static_assert(sizeof(Job) == sizeof(std::uint64_t) + 11 * sizeof(std::int32_t) + sizeof(float),
+              "Job has padding, whose bytes would differ in saved states");
 
 /// Index in [0, weights.size()) drawn with probability proportional to `weights` (one uniform).
 int draw_weighted(Rng& rng, const std::vector<double>& weights);

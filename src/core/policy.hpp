@@ -28,9 +28,14 @@ struct PolicyInput {
   /// One per copy: the seed of the copy's current episode (the same at every rank count).
   std::vector<std::uint64_t> episode_seed;
   /// This rank's shards, [copy * local_agents + k], read only: for planners that decide from
-  /// the env's state rather than its observations (geodc's MPC baselines, which plan for every
-  /// site and so need every agent on the rank). Learned policies never read them.
+  /// the env's state rather than its observations. Learned policies never read them.
   std::vector<const Shard*> shards;
+  /// Every agent's shard, [copy * num_agents + agent], read only, for a planner that decides for
+  /// every site at once (Policy::needs_every_agent: geodc's MPC baselines): where this rank holds
+  /// every agent, its own shards; where the agents are spread over ranks and the world was asked
+  /// for them (World::set_every_shard), the others are replicas restored from their ranks' states
+  /// after every step. Empty otherwise.
+  std::vector<const Shard*> every_shard;
 
   /// A uniform draw in [0, 1) for `agent` (a global index) in `copy` at the copy's current
   /// step, from `stream` (a policy that draws twice in a step uses two streams). It depends on
@@ -83,8 +88,9 @@ class Policy {
   virtual void act(const PolicyInput& in, std::vector<int>& actions) = 0;
   /// How the actions of act() are drawn (see ActionLaw); unknown unless the policy says.
   virtual ActionLaw action_law() const { return ActionLaw::kUnknown; }
-  /// Whether it decides from every agent's shard at once (PolicyInput::shards): a central
-  /// planner, which runs only where one rank holds every agent.
+  /// Whether it decides from every agent's shard at once (PolicyInput::every_shard): a central
+  /// planner. A world that runs one spread over ranks gathers every shard's state to every rank
+  /// (World::set_every_shard); each rank plans the whole world and keeps its agents' actions.
   virtual bool needs_every_agent() const { return false; }
   /// A line an evaluation prints after this policy's episodes ("" for none): what it cost to
   /// decide, for a planner.

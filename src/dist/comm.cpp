@@ -183,6 +183,26 @@ void Comm::alltoallv(Exchange& x) const {
                                     comm_));
 }
 
+void Comm::allgatherv(const std::vector<std::byte>& send, std::vector<std::byte>& recv,
+                      std::vector<int>& displs) const {
+  MARLSCHED_CHECK(send.size() < static_cast<std::size_t>(std::numeric_limits<int>::max()),
+                  "allgatherv message exceeds 2 GiB");
+  const int mine = static_cast<int>(send.size());
+  std::vector<int> counts(static_cast<std::size_t>(size_));
+  MARLSCHED_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_));
+  displs.assign(static_cast<std::size_t>(size_) + 1, 0);
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    total += static_cast<std::size_t>(counts[r]);
+    MARLSCHED_CHECK(total < static_cast<std::size_t>(std::numeric_limits<int>::max()),
+                    "allgatherv receive volume exceeds 2 GiB");
+    displs[r + 1] = static_cast<int>(total);
+  }
+  recv.resize(total);
+  MARLSCHED_MPI_CHECK(MPI_Allgatherv(send.data(), mine, MPI_BYTE, recv.data(), counts.data(),
+                                     displs.data(), MPI_BYTE, comm_));
+}
+
 void Comm::abort(int code) const {
   MPI_Abort(comm_ == MPI_COMM_NULL ? MPI_COMM_WORLD : comm_, code);
   std::_Exit(code);

@@ -180,6 +180,11 @@ class Comm {
   /// Variable-size all-to-all of bytes, packed (see Exchange): one MPI_Alltoall of the counts,
   /// then one MPI_Alltoallv from and into the exchange's own buffers (no copies).
   void alltoallv(Exchange& x) const;
+  /// Variable-size allgather of bytes: every rank's `send` lands in `recv`, rank after rank, and
+  /// `displs` (size()+1 entries) gives where each begins (rank r's bytes are [displs[r],
+  /// displs[r+1])). One MPI_Allgather of the sizes, then one MPI_Allgatherv.
+  void allgatherv(const std::vector<std::byte>& send, std::vector<std::byte>& recv,
+                  std::vector<int>& displs) const;
 
   /// Aborts every rank of the job with `code`.
   [[noreturn]] void abort(int code) const;

@@ -40,6 +40,7 @@ class Progress {
 EvalRow evaluate(Policy& policy, const EnvFactory& factory, const dist::Comm& comm,
                  const EvalSettings& s) {
   World world(factory, comm, s.agents_per_rank, s.copies, s.seed);
+  world.set_every_shard(policy.needs_every_agent());
   const auto& spec = world.spec();
   const int rounds = (s.episodes + s.copies - 1) / s.copies;
   const int nc = static_cast<int>(spec.reward_components.size());
@@ -199,26 +200,6 @@ std::string format_eval_episodes_csv(const std::vector<EvalRow>& rows) {
   return os.str();
 }
 
-namespace {
-
-/// evaluate(), for a policy that needs every agent on one rank: on rank 0 alone, over a
-/// communicator of itself, with every agent (the same episodes: seeds follow the global agent
-/// index and the copy); the other ranks get an empty row.
-EvalRow evaluate_anywhere(Policy& policy, const EnvFactory& factory, const dist::Comm& comm,
-                          const EvalSettings& es) {
-  if (!policy.needs_every_agent() || comm.size() == 1) return evaluate(policy, factory, comm, es);
-  EvalRow row;
-  if (!comm.is_root()) return row;
-  MPI_Comm self = MPI_COMM_NULL;
-  MARLSCHED_MPI_CHECK(MPI_Comm_dup(MPI_COMM_SELF, &self));
-  const dist::Comm alone(self, true);
-  EvalSettings one = es;
-  one.agents_per_rank = es.agents_per_rank * comm.size();
-  return evaluate(policy, factory, alone, one);
-}
-
-}  // namespace
-
 void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory& factory,
                          const dist::Comm& comm, const EvalSettings& es, bool with_bound,
                          const std::string& out_dir, Policy* hindsight) {
@@ -233,7 +214,7 @@ void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory
   const int n = es.agents_per_rank * comm.size();
   std::vector<EvalRow> rows;
   for (const auto& entry : entries) {
-    rows.push_back(evaluate_anywhere(*entry.policy, factory, comm, es));
+    rows.push_back(evaluate(*entry.policy, factory, comm, es));
     if (!entry.name.empty()) rows.back().policy = entry.name;
     if (const auto note = entry.policy->note(); !note.empty() && comm.is_root())
       std::cout << note << std::endl;
@@ -263,7 +244,7 @@ void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory
   }
   // The feasible end of the bracket; all ranks call, rank 0 plays it alone.
   if (with_bound && hindsight) {
-    floor = evaluate_anywhere(*hindsight, factory, comm, es);
+    floor = evaluate(*hindsight, factory, comm, es);
     if (comm.is_root()) {
       if (const auto note = hindsight->note(); !note.empty()) std::cout << note << std::endl;
       floor.policy = "hindsight-schedule";

@@ -47,8 +47,8 @@ struct EvalEntry {
 /// `with_bound`, brackets the optimum of those episodes: the env's hindsight bound above
 /// (EnvFactory::episode_bound) and `hindsight`, a feasible schedule that may read the future,
 /// below (either may be absent), with each policy's gap to both. A policy that needs every
-/// agent (Policy::needs_every_agent) runs on rank 0 alone with every agent when there are more
-/// ranks (its episodes are the same). Rank 0 prints the table and writes eval.csv, eval.md and
+/// agent (Policy::needs_every_agent) gets every shard at every rank (World::set_every_shard)
+/// and acts the same at any rank count. Rank 0 prints the table and writes eval.csv, eval.md and
 /// eval-episodes.csv into `out_dir` (none if empty).
 void evaluate_and_report(const std::vector<EvalEntry>& entries, const EnvFactory& factory,
                          const dist::Comm& comm, const EvalSettings& es, bool with_bound,

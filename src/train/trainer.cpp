@@ -461,6 +461,7 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
       {&spec, &comm, n, world.first_agent(), k, e, run.seed, run.team_scope == "targets"});
   world.set_common_episodes(agent->common_episodes());
   world.set_privileged(agent->wants_privileged());
+  world.set_every_shard(agent->needs_every_agent());
   check_env(run, spec);
   const bool resuming = !resume_from.empty();
   TrajectoryRecorder::Resume traj_from;

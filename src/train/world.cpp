@@ -19,7 +19,8 @@ struct RecordHeader {
 
 World::World(const EnvFactory& factory, const dist::Comm& comm, int agents_per_rank, int copies,
              std::uint64_t seed)
-    : comm_(comm),
+    : factory_(factory),
+      comm_(comm),
       spec_(factory.spec()),
       k_(agents_per_rank),
       copies_(copies),
@@ -70,6 +71,45 @@ void World::set_privileged(bool on) {
   terminal_priv_ = priv_;
 }
 
+void World::set_every_shard(bool on) {
+  every_.clear();
+  replicas_.clear();
+  if (!on) return;
+  for (int c = 0; c < copies_; ++c)
+    for (int a = 0; a < n_; ++a) {
+      if (a >= first_ && a < first_ + k_) {
+        every_.push_back(shards_[static_cast<std::size_t>(c * k_ + a - first_)].get());
+      } else {
+        replicas_.push_back(factory_.make_shard(a));
+        every_.push_back(replicas_.back().get());
+      }
+    }
+}
+
+void World::sync_replicas() {
+  if (replicas_.empty()) return;
+  const double t0 = now();
+  ByteWriter w;
+  for (const auto& s : shards_) w.put_vector(s->save_state());
+  state_send_ = std::move(w.bytes());
+  const double t1 = now();
+  comm_.allgatherv(state_send_, state_recv_, state_displs_);
+  const double t2 = now();
+  for (int r = 0; r < comm_.size(); ++r) {
+    if (r == comm_.rank()) continue;
+    const auto begin = static_cast<std::size_t>(state_displs_[static_cast<std::size_t>(r)]);
+    const auto end = static_cast<std::size_t>(state_displs_[static_cast<std::size_t>(r) + 1]);
+    ByteReader in(state_recv_.data() + begin, end - begin, "shard states of another rank");
+    for (int c = 0; c < copies_; ++c)
+      for (int k = 0; k < k_; ++k)
+        every_[static_cast<std::size_t>(c * n_ + r * k_ + k)]->load_state(
+            in.get_vector<std::byte>());
+    MARLSCHED_CHECK(in.done(), "shard states of rank " << r << ": trailing bytes");
+  }
+  times_.env += (t1 - t0) + (now() - t2);
+  times_.gather += t2 - t1;
+}
+
 void World::reset_copy(int c) {
   const auto cu = static_cast<std::uint64_t>(c);
   const int sc = c / group_;  // the copy whose episodes this one runs
@@ -92,6 +132,7 @@ void World::gather_fresh() {
   }
   std::fill(done_.begin(), done_.end(), 0);
   gather(gathered_);
+  sync_replicas();
 }
 
 void World::gather(std::vector<float>& into) {
@@ -252,6 +293,7 @@ void World::step(const std::vector<int>& actions) {
                     fresh.data() + static_cast<std::size_t>(c * n_ + a) * p,
                     static_cast<std::size_t>(d_) * sizeof(float));
   }
+  sync_replicas();
 }
 
 PolicyInput World::policy_input() const {
@@ -269,6 +311,10 @@ PolicyInput World::policy_input() const {
   }
   in.shards.reserve(shards_.size());
   for (const auto& s : shards_) in.shards.push_back(s.get());
+  if (k_ == n_)
+    in.every_shard = in.shards;
+  else
+    in.every_shard.assign(every_.begin(), every_.end());
   return in;
 }
 

@@ -54,6 +54,12 @@ class World {
   /// (EnvSpec::privileged_fields), for a learner that trains a critic on them
   /// (Learner::wants_privileged); they then come with obs() and terminal_obs(). Set before reset().
   void set_privileged(bool on);
+  /// Whether every rank also holds every other rank's shards, for a policy that plans the whole
+  /// world from its state (Policy::needs_every_agent): read-only replicas (EnvFactory::make_shard)
+  /// restored after every step from their ranks' save_state(), gathered with one MPI_Allgatherv
+  /// of the states. They come with policy_input() (PolicyInput::every_shard); with every agent
+  /// on this rank they are its own shards, and nothing is gathered. Set before reset().
+  void set_every_shard(bool on);
 
   /// Resets every copy (new episodes) and gathers the first observations.
   void reset();
@@ -105,6 +111,8 @@ class World {
   /// Clears last-step outcomes and episode-end flags, then gathers (after reset or restore).
   void gather_fresh();
   void reset_copy(int c);
+  /// Restores the replicas (set_every_shard) from every rank's shard states (a collective).
+  void sync_replicas();
   /// Sends every shard's outbox to the destination ranks and delivers what arrives here;
   /// clears the outboxes.
   void exchange(std::vector<std::vector<WorkRecord>>& outboxes);
@@ -117,6 +125,7 @@ class World {
                      pd_ > 0 ? priv.data() + c * static_cast<std::size_t>(n_ * pd_) : nullptr, pd_};
   }
 
+  const EnvFactory& factory_;
   const dist::Comm& comm_;
   dist::Exchange xchg_;                     // reused packed all-to-all buffers
   std::vector<std::size_t> xbytes_, xpos_;  // per destination rank
@@ -135,6 +144,11 @@ class World {
   std::vector<float> priv_, terminal_priv_;       // [copy][agent][pd], with set_privileged
   std::vector<char> done_, trunc_;
   std::vector<std::vector<WorkRecord>> outboxes_;  // [copy * K + k]
+  // set_every_shard: every agent's shard [copy][agent], this rank's or a replica (owned here)
+  std::vector<Shard*> every_;
+  std::vector<std::unique_ptr<Shard>> replicas_;
+  std::vector<std::byte> state_send_, state_recv_;  // sync_replicas()'s reused buffers
+  std::vector<int> state_displs_;
   StepTimes times_;
 };
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The main job (launch/configs/main.toml: ES) at test scale: 4 agents on 4 ranks train, then
+# The main job (launch/configs/ladder-4.toml: ES as a residual over the MPC, whose every rank
+# plans from replicas of the other ranks' sites) at test scale: 4 agents on 4 ranks train, then
 # the learned policy is evaluated on held-out seeds against every baseline and must beat random
 # and round-robin. Then `marlsched eval` reloads the saved model and prints the same comparison.
 source "$(dirname "$0")/common.sh" "$@"
 cd "$WORK"
-mpi 4 "$BIN" train --config "$SRC/launch/configs/main.toml" --iterations 150 --envs-per-rank 8 \
+mpi 4 "$BIN" train --config "$SRC/launch/configs/ladder-4.toml" --iterations 10 --envs-per-rank 4 \
   --eval-episodes 8 --run-dir run --quiet | tee train.log
 for f in metrics.csv timing.csv config.toml eval.csv eval.md model-rank-0.pt model-rank-3.pt; do
   [ -s "run/$f" ] || fail "missing run/$f"
@@ -31,7 +32,7 @@ awk -v m="$m" -v r="$r" -v rr="$rr" 'BEGIN { exit !(m > r && m > rr) }' || fail 
 pass "learned policy beats random and round-robin on held-out seeds"
 mpi 4 "$BIN" eval --model run --out evalout | tee eval.log
 grep -q "^es " eval.log || fail "eval table lacks the policy row"
-for b in random round-robin local-only least-loaded lowest-carbon lowest-price wait-awhile green-fit fixed-overflow guarded-overflow; do
+for b in random round-robin local-only least-loaded lowest-carbon lowest-price wait-awhile green-fit fixed-overflow guarded-overflow mpc mpc-oracle; do
   grep -q "^$b " eval.log || fail "eval table lacks $b"
 done
 [ "$(awk -F, '$1=="es (greedy)" {print $3}' evalout/eval.csv)" = "$m" ] || fail "eval of the saved model differs from the post-training eval"

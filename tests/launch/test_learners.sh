@@ -50,10 +50,24 @@ rm -rf straight crashed
 kill_resume_matches "es with imitation" 1:7 "${COMMON[@]}" --algo es --es-imitate follow-leader \
   --es-imitate-iterations 8 --iterations 10 --eval-episodes 1
 pass "es with imitation: killed in the DAgger rounds and resumed, the metrics equal the uninterrupted run's"
-expect_error "a teacher that plans every site, at 2 ranks" 2 "--es-imitate mpc plans for every site at once: train with one rank holding every agent (mpirun -n 1 --agents-per-rank 4)" -- \
-  mpi 2 "$BIN" train --algo es --agents-per-rank 2 --es-imitate mpc --es-imitate-iterations 1 --iterations 1 --run-dir mpc2 --quiet
-expect_error "MAPPO's teacher that plans every site, at 2 ranks" 2 "--imitate mpc plans for every site at once: train with one rank holding every agent (mpirun -n 1 --agents-per-rank 4)" -- \
-  mpi 2 "$BIN" train --agents-per-rank 2 --imitate mpc --imitate-iterations 1 --iterations 1 --run-dir mpc5 --quiet
+# A planner that decides for every site at once (the MPC) as a base policy or teacher with the
+# sites spread over 2 ranks: each rank plans from replicas of the other's shards
+# (World::set_every_shard). ES over the MPC, killed and resumed, reproduces its metrics; MAPPO
+# imitating it trains; its evaluation at 2 ranks equals the one at 1 rank.
+rm -rf straight crashed
+kill_resume_matches "es over mpc" 1:3 train --algo es --agents-per-rank 2 --es-base mpc \
+  --envs-per-rank 2 --iterations 4 --checkpoint-every 1 --eval-episodes 2 --traj-every 0 --quiet
+pass "es over mpc at 2 ranks: killed and resumed, the metrics equal the uninterrupted run's"
+mpi 2 "$BIN" train --agents-per-rank 2 --imitate mpc --imitate-iterations 1 --iterations 1 \
+  --envs-per-rank 2 --eval-episodes 2 --traj-every 0 --run-dir mpc5 --quiet > mpc5.log
+pass "mappo imitating mpc trains at 2 ranks"
+mpi 2 "$BIN" baselines --agents-per-rank 2 --baselines mpc --envs-per-rank 2 --eval-episodes 2 \
+  --no-eval-bound > mpc-r2.log
+mpi 1 "$BIN" baselines --agents-per-rank 4 --baselines mpc --envs-per-rank 2 --eval-episodes 2 \
+  --no-eval-bound > mpc-r1.log
+row1=$(grep "^mpc " mpc-r1.log) && row2=$(grep "^mpc " mpc-r2.log) || fail "no mpc row in the tables"
+[ "$row1" = "$row2" ] || fail "mpc at 2 ranks ($row2) differs from 1 rank ($row1)"
+pass "mpc evaluated at 2 ranks scores as at 1 rank: $row2"
 expect_error "a teacher the env lacks" 2 "unknown baseline 'mpc' for env coop" -- \
   "$BIN" train --env coop --algo es --agents-per-rank 4 --es-imitate mpc --es-imitate-iterations 1 --iterations 1 --run-dir mpc3 --quiet
 expect_error "a teacher without rounds" 2 "--es-imitate and --es-imitate-iterations go together" -- \

@@ -149,3 +149,42 @@ TEST(World, PrivilegedFieldsAreGatheredWhereALearnerAsksForThem) {
   }
   EXPECT_GT(total, 0.0);
 }
+
+TEST(World, EveryShardGivesAPlannerEveryRanksStateAndItActsAsOnOneRank) {
+  auto comm = dist::Comm::world();
+  geodc::Config cfg;
+  cfg.episode_slots = 6;
+  auto factory = find_env("geodc").make_factory(cfg, kAgents);
+  const int k = kAgents / comm.size(), copies = 2;
+  World w(*factory, comm, k, copies, 9);
+  EXPECT_EQ(w.policy_input().every_shard.size(), comm.size() == 1 ? 2u * kAgents : 0u)
+      << "every shard comes only where asked for, unless this rank holds every agent";
+  w.set_every_shard(true);
+  w.reset();
+  dist::Comm self(MPI_COMM_SELF, false);
+  World serial(*factory, self, kAgents, copies, 9);
+  serial.reset();
+  auto mpc = make_heuristic("mpc", w.spec(), 0), serial_mpc = make_heuristic("mpc", w.spec(), 0);
+  std::vector<int> actions, serial_actions;
+  // Through two episodes (a reset in between): every shard this rank sees, its own or a
+  // replica, is in the state of the serial world's shard of that agent and copy, and the MPC
+  // decides for this rank's agents what it decides for them there.
+  for (int step = 0; step < 2 * cfg.episode_slots; ++step) {
+    const PolicyInput in = w.policy_input(), sin = serial.policy_input();
+    ASSERT_EQ(in.every_shard.size(), static_cast<std::size_t>(copies * kAgents));
+    for (std::size_t i = 0; i < in.every_shard.size(); ++i)
+      ASSERT_EQ(in.every_shard[i]->save_state(), sin.every_shard[i]->save_state())
+          << "step " << step << ", copy " << i / kAgents << ", agent " << i % kAgents;
+    mpc->act(in, actions);
+    serial_mpc->act(sin, serial_actions);
+    ASSERT_EQ(actions.size(), static_cast<std::size_t>(copies * k));
+    for (int c = 0; c < copies; ++c)
+      for (int kk = 0; kk < k; ++kk)
+        EXPECT_EQ(actions[static_cast<std::size_t>(c * k + kk)],
+                  serial_actions[static_cast<std::size_t>(c * kAgents + w.first_agent() + kk)])
+            << "step " << step;
+    w.step(actions);
+    serial.step(serial_actions);
+  }
+  EXPECT_FLOAT_EQ(w.reward(0, 0), serial.reward(0, 0));
+}
