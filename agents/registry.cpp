@@ -32,51 +32,67 @@ double Learner::stat(const UpdateStats& st, const std::string& column) const {
   return std::nan("");
 }
 
-// The table of learners: one row per algorithm, each returned by its folder's entry.cpp
-// (adding one = a folder under agents/ and a row here). Row order is the order of the options
-// groups in --help and config files.
+void LearnerFamily::export_policy(const std::vector<const Learner*>&, const std::string&,
+                                  const std::string&, bool) const {
+  MARLSCHED_THROW(ConfigError, "export: " << name()
+                                          << " policies cannot be exported; evaluate them with "
+                                             "`marlsched eval --model RUN_DIR`");
+}
+
+void LearnerFamily::check_inputs(const LearnerConfigs&, const EnvSpec&, int, int, int) const {}
+
+void LearnerFamily::check_init(const LearnerConfigs&, const EnvSpec&, int, int,
+                               const std::string&) const {}
+
+// The table of learners: one row per algorithm, each made by its folder's entry.cpp (adding one
+// = a folder under agents/ and a line here). Row order is the order of the options groups in
+// --help and config files.
 namespace learners {
-LearnerEntry mappo();
-LearnerEntry ippo();
-LearnerEntry dqn();
-LearnerEntry tsdqn();
-LearnerEntry masac();
-LearnerEntry maddpg();
-LearnerEntry es();
-LearnerEntry bc();
-LearnerEntry awr();
-LearnerEntry cql();
+std::unique_ptr<LearnerFamily> mappo();
+std::unique_ptr<LearnerFamily> ippo();
+std::unique_ptr<LearnerFamily> dqn();
+std::unique_ptr<LearnerFamily> tsdqn();
+std::unique_ptr<LearnerFamily> masac();
+std::unique_ptr<LearnerFamily> maddpg();
+std::unique_ptr<LearnerFamily> es();
+std::unique_ptr<LearnerFamily> bc();
+std::unique_ptr<LearnerFamily> awr();
+std::unique_ptr<LearnerFamily> cql();
 }  // namespace learners
 
 namespace {
-std::vector<LearnerEntry>& table() {
-  static std::vector<LearnerEntry> t = {
-      learners::mappo(),  learners::ippo(), learners::dqn(), learners::tsdqn(), learners::masac(),
-      learners::maddpg(), learners::es(),   learners::bc(),  learners::awr(),   learners::cql()};
+std::vector<std::unique_ptr<LearnerFamily>>& table() {
+  static std::vector<std::unique_ptr<LearnerFamily>> t = [] {
+    std::vector<std::unique_ptr<LearnerFamily>> rows;
+    for (auto make :
+         {learners::mappo, learners::ippo, learners::dqn, learners::tsdqn, learners::masac,
+          learners::maddpg, learners::es, learners::bc, learners::awr, learners::cql})
+      rows.push_back(make());
+    return rows;
+  }();
   return t;
 }
 
-const LearnerEntry& entry(const std::string& algo) {
+const LearnerFamily& entry(const std::string& algo) {
   for (const auto& e : table())
-    if (e.name == algo) return e;
+    if (e->name() == algo) return *e;
   std::string known;
-  for (const auto& e : table()) known += (known.empty() ? "" : ", ") + e.name;
+  for (const auto& e : table()) known += (known.empty() ? "" : ", ") + e->name();
   MARLSCHED_THROW(ConfigError, "unknown algorithm '" << algo << "' (known: " << known << ")");
 }
 }  // namespace
 
-void register_learner(LearnerEntry e) {
+void register_learner(std::unique_ptr<LearnerFamily> family) {
+  MARLSCHED_CHECK(family != nullptr, "register_learner without a learner");
   for (const auto& row : table())
-    MARLSCHED_REQUIRE(row.name != e.name, "a learner named '" << e.name << "' is registered");
-  MARLSCHED_REQUIRE(e.validate && e.check_env && e.rollout_steps && e.team_reward && e.shared &&
-                        e.make && e.exporter && e.copy_group >= 1,
-                    "learner '" << e.name << "': a row needs every field");
-  table().push_back(std::move(e));
+    MARLSCHED_REQUIRE(row->name() != family->name(),
+                      "a learner named '" << family->name() << "' is registered");
+  table().push_back(std::move(family));
 }
 
 LearnerConfigs::LearnerConfigs() {
   for (const auto& row : table())
-    for (const auto& make : row.options) {
+    for (const auto& make : row->options()) {
       auto group = make();
       const LearnerOptions& made = *group;
       const bool known = std::any_of(groups_.begin(), groups_.end(), [&](const auto& g) {
@@ -108,12 +124,12 @@ void LearnerConfigs::bind(OptionBinder& b) {
 }
 
 std::string learner_description(const std::string& algo) {
-  return entry(algo).description;
+  return entry(algo).description();
 }
 
 std::vector<std::string> learner_names() {
   std::vector<std::string> v;
-  for (const auto& e : table()) v.push_back(e.name);
+  for (const auto& e : table()) v.push_back(e->name());
   return v;
 }
 
@@ -121,12 +137,12 @@ void LearnerConfigs::validate(const std::string& algo) const {
   const auto& e = entry(algo);
   nn::check_device(device);
   e.validate(*this);
-  // An option with no effect is refused (issue 42): only a learner that reads training input
-  // files (check_inputs: the offline learners) reads --dataset.
-  if (!e.check_inputs && !get<OfflineConfig>().dataset.empty()) {
+  // An option with no effect is refused: only a learner that reads training input files (the
+  // offline learners) reads --dataset.
+  if (!e.reads_inputs() && !get<OfflineConfig>().dataset.empty()) {
     std::string readers;
     for (const auto& row : table())
-      if (row.check_inputs) readers += (readers.empty() ? "" : ", ") + row.name;
+      if (row->reads_inputs()) readers += (readers.empty() ? "" : ", ") + row->name();
     MARLSCHED_THROW(ConfigError, "--dataset is read by the offline learners ("
                                      << readers << "); --algo " << algo
                                      << " learns online and would ignore it");
@@ -139,14 +155,13 @@ void LearnerConfigs::check_env(const std::string& algo, const EnvSpec& spec) con
 }
 
 void LearnerConfigs::check_copies(const std::string& algo, int copies) const {
-  const auto& e = entry(algo);
-  require_copy_groups(algo, e.copy_group_of ? e.copy_group_of(*this) : e.copy_group, copies);
+  require_copy_groups(algo, entry(algo).copy_group(*this), copies);
 }
 
 void LearnerConfigs::check_inputs(const std::string& algo, const EnvSpec& spec, int num_agents,
                                   int rank, int ranks) const {
   const auto& e = entry(algo);
-  if (e.check_inputs) e.check_inputs(*this, spec, num_agents, rank, ranks);
+  if (e.reads_inputs()) e.check_inputs(*this, spec, num_agents, rank, ranks);
 }
 
 void LearnerConfigs::check_init(const std::string& algo, const EnvSpec& spec, int num_agents,
@@ -154,11 +169,11 @@ void LearnerConfigs::check_init(const std::string& algo, const EnvSpec& spec, in
   const auto& e = entry(algo);
   std::string can;
   for (const auto& row : table())
-    if (row.check_init) can += (can.empty() ? "" : ", ") + row.name;
-  MARLSCHED_REQUIRE(e.check_init, "--init-from: " << algo
-                                                  << " cannot start from a trained model (these "
-                                                     "can: "
-                                                  << can << ")");
+    if (row->warm_starts()) can += (can.empty() ? "" : ", ") + row->name();
+  MARLSCHED_REQUIRE(e.warm_starts(), "--init-from: " << algo
+                                                     << " cannot start from a trained model (these "
+                                                        "can: "
+                                                     << can << ")");
   e.check_init(*this, spec, num_agents, local_agents, model);
 }
 
@@ -200,7 +215,7 @@ LearnerRecipe learner_recipe(const std::string& algo, const LearnerConfigs& cfg,
 
 void export_learners(const std::string& algo, const std::vector<const Learner*>& ranks,
                      const std::string& path, const std::string& metadata, bool with_critic) {
-  entry(algo).exporter(ranks, path, metadata, with_critic);
+  entry(algo).export_policy(ranks, path, metadata, with_critic);
 }
 
 }  // namespace marlsched

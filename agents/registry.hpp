@@ -2,9 +2,10 @@
 /// \file registry.hpp
 /// The table of learners (trained by `marlsched train`); the heuristic baselines are the envs'
 /// (envs/baselines.hpp). A learner is a folder under agents/ (its options type, the Learner, and
-/// an entry.cpp that returns its row) plus one row in registry.cpp's table; a program linking
-/// the library adds its row with register_learner before binding options. The README's "Add a
-/// learner" walks through it, and tests/train/test_walkthrough.cpp keeps the walk-through true.
+/// an entry.cpp that makes its row, a LearnerFamily) plus one line in registry.cpp's table; a
+/// program linking the library adds its row with register_learner before binding options. The
+/// README's "Add a learner" walks through it, and tests/train/test_walkthrough.cpp keeps the
+/// walk-through true.
 
 #include <functional>
 #include <memory>
@@ -79,11 +80,11 @@ class LearnerConfigs {
   /// Throws ConfigError when the named learner cannot train on `copies` env copies per rank
   /// (ES: antithetic pairs of copies that share episodes, so an even number).
   void check_copies(const std::string& algo, int copies) const;
-  /// The named learner's check of the input files its training reads (LearnerEntry::
-  /// check_inputs), if it has one.
+  /// The named learner's check of the input files its training reads
+  /// (LearnerFamily::check_inputs), if it reads any.
   void check_inputs(const std::string& algo, const EnvSpec& spec, int num_agents, int rank,
                     int ranks) const;
-  /// The named learner's check of a warm start's model file (LearnerEntry::check_init);
+  /// The named learner's check of a warm start's model file (LearnerFamily::check_init);
   /// ConfigError when it cannot warm-start at all.
   void check_init(const std::string& algo, const EnvSpec& spec, int num_agents, int local_agents,
                   const std::string& model) const;
@@ -98,50 +99,61 @@ class LearnerConfigs {
   std::vector<std::unique_ptr<LearnerOptions>> groups_;
 };
 
-/// A maker of the options group C, for a row's `options`.
+/// A maker of one options group, for LearnerFamily::options().
+using OptionsMaker = std::function<std::unique_ptr<LearnerOptions>()>;
+/// The maker of the options group C.
 template <class C>
-std::function<std::unique_ptr<LearnerOptions>()> options_of() {
+OptionsMaker options_of() {
   return [] { return std::make_unique<OptionsOf<C>>(); };
 }
 
-/// One row of the learner table.
-struct LearnerEntry {
-  std::string name;
-  std::string description;  ///< one line for `marlsched list`
+/// One row of the learner table: what `marlsched` needs to know of a learner besides the
+/// Learner itself. A learner overrides what differs from the defaults (name, description,
+/// options, rollout_steps and make are its own) and is registered by one line.
+class LearnerFamily {
+ public:
+  virtual ~LearnerFamily() = default;
+  /// Its --algo name, and the line `marlsched list` prints.
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
   /// The options groups it reads (each made once per LearnerConfigs, shared with other rows).
-  std::vector<std::function<std::unique_ptr<LearnerOptions>()>> options;
-  std::function<void(const LearnerConfigs&)> validate;
-  std::function<void(const LearnerConfigs&, const EnvSpec&)> check_env;  // after validate
-  std::function<int(const LearnerConfigs&, const EnvSpec&)> rollout_steps;
-  std::function<double(const LearnerConfigs&)> team_reward;
-  std::function<bool(const LearnerConfigs&)> shared;
+  virtual std::vector<OptionsMaker> options() const = 0;
+  /// Validates its options (ConfigError).
+  virtual void validate(const LearnerConfigs&) const {}
+  /// After validate: ConfigError when it cannot act in an env of this spec.
+  virtual void check_env(const LearnerConfigs&, const EnvSpec&) const {}
+  /// Environment steps per iteration in an env of this spec.
+  virtual int rollout_steps(const LearnerConfigs&, const EnvSpec&) const = 0;
+  /// β of the team reward (0: each agent learns from its own reward).
+  virtual double team_reward(const LearnerConfigs&) const { return 0.0; }
+  /// Whether it keeps one network for all agents (else one per agent).
+  virtual bool shared(const LearnerConfigs&) const { return true; }
   /// Builds it for this rank's layout.
-  std::function<std::unique_ptr<Learner>(const LearnerConfigs&, const LearnerLayout&)> make;
-  /// Writes the learners of every training rank as one TorchScript policy (path, metadata,
-  /// with_critic).
-  std::function<void(const std::vector<const Learner*>&, const std::string&, const std::string&,
-                     bool)>
-      exporter;
+  virtual std::unique_ptr<Learner> make(const LearnerConfigs&, const LearnerLayout&) const = 0;
+  /// Writes the learners of every training rank as one TorchScript policy (`with_critic`: with
+  /// its critic). By default: ConfigError, it has no export.
+  virtual void export_policy(const std::vector<const Learner*>& ranks, const std::string& path,
+                             const std::string& metadata, bool with_critic) const;
   /// Copies per group of common episodes that training needs (Learner::common_episodes): the
   /// env copies per rank must be a multiple of it.
-  int copy_group = 1;
-  /// Optional: checks the input files training reads (an offline learner's dataset) for a run of
-  /// `num_agents` agents, on every rank (`rank` of `ranks`) before any collective; throws
-  /// InputError with one clear message.
-  std::function<void(const LearnerConfigs&, const EnvSpec&, int, int, int)> check_inputs = {};
-  /// Optional: checks, before any collective, that this rank's model file (path) of a run with
-  /// `num_agents` agents, `local_agents` per rank, can warm-start it (--init-from); throws
-  /// ConfigError otherwise. Learners without it cannot warm-start.
-  std::function<void(const LearnerConfigs&, const EnvSpec&, int, int, const std::string&)>
-      check_init = {};
-  /// Optional: the copy group when an option sets it (MAPPO's --common-episodes); replaces
-  /// copy_group.
-  std::function<int(const LearnerConfigs&)> copy_group_of = {};
+  virtual int copy_group(const LearnerConfigs&) const { return 1; }
+  /// Whether training reads input files (an offline learner's dataset), and their check for a
+  /// run of `num_agents` agents, on every rank (`rank` of `ranks`) before any collective
+  /// (InputError with one clear message).
+  virtual bool reads_inputs() const { return false; }
+  virtual void check_inputs(const LearnerConfigs&, const EnvSpec&, int num_agents, int rank,
+                            int ranks) const;
+  /// Whether it can warm-start from a trained model (--init-from), and the check, before any
+  /// collective, that this rank's model file of a run with `num_agents` agents, `local_agents`
+  /// per rank, can start it (ConfigError otherwise).
+  virtual bool warm_starts() const { return false; }
+  virtual void check_init(const LearnerConfigs&, const EnvSpec&, int num_agents, int local_agents,
+                          const std::string& model) const;
 };
 
 /// Adds a row (before any LearnerConfigs is made or options are bound); ConfigError if the name
-/// is taken or a field is missing.
-void register_learner(LearnerEntry entry);
+/// is taken.
+void register_learner(std::unique_ptr<LearnerFamily> family);
 
 /// The learners of every rank as type T, for an exporter (an internal error if one is not).
 template <class T>

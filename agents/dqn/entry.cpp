@@ -6,26 +6,40 @@
 
 namespace marlsched::learners {
 
-LearnerEntry dqn() {
-  return {"dqn",
-          "deep Q-learning: independent learners, replay, target network (ASET's method)",
-          {options_of<DqnConfig>()},
-          [](const LearnerConfigs& c) { c.get<DqnConfig>().validate(); },
-          [](const LearnerConfigs&, const EnvSpec&) {},
-          [](const LearnerConfigs& c, const EnvSpec&) { return c.get<DqnConfig>().rollout_steps; },
-          [](const LearnerConfigs& c) { return c.get<DqnConfig>().team_reward; },
-          [](const LearnerConfigs& c) { return c.get<DqnConfig>().share; },
-          [](const LearnerConfigs& c, const LearnerLayout& l) {
-            return std::make_unique<Dqn>(c.with_device<DqnConfig>(), *l.spec, *l.comm, l.num_agents,
-                                         l.first_agent, l.local_agents, l.copies, l.seed);
-          },
-          [](const std::vector<const Learner*>& ranks, const std::string& path,
-             const std::string& metadata, bool with_critic) {
-            MARLSCHED_REQUIRE(!with_critic,
-                              "--critic: DQN has no critic (its Q-values are exported as "
-                              "the method q(obs, agent))");
-            Dqn::export_torchscript(learners_as<Dqn>(ranks), path, metadata);
-          }};
+namespace {
+
+class DqnFamily final : public LearnerFamily {
+ public:
+  std::string name() const override { return "dqn"; }
+  std::string description() const override {
+    return "deep Q-learning: independent learners, replay, target network (ASET's method)";
+  }
+  std::vector<OptionsMaker> options() const override { return {options_of<DqnConfig>()}; }
+  void validate(const LearnerConfigs& c) const override { c.get<DqnConfig>().validate(); }
+  int rollout_steps(const LearnerConfigs& c, const EnvSpec&) const override {
+    return c.get<DqnConfig>().rollout_steps;
+  }
+  double team_reward(const LearnerConfigs& c) const override {
+    return c.get<DqnConfig>().team_reward;
+  }
+  bool shared(const LearnerConfigs& c) const override { return c.get<DqnConfig>().share; }
+  std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
+    return std::make_unique<Dqn>(c.with_device<DqnConfig>(), *l.spec, *l.comm, l.num_agents,
+                                 l.first_agent, l.local_agents, l.copies, l.seed);
+  }
+  void export_policy(const std::vector<const Learner*>& ranks, const std::string& path,
+                     const std::string& metadata, bool with_critic) const override {
+    MARLSCHED_REQUIRE(!with_critic,
+                      "--critic: DQN has no critic (its Q-values are exported as the method "
+                      "q(obs, agent))");
+    Dqn::export_torchscript(learners_as<Dqn>(ranks), path, metadata);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<LearnerFamily> dqn() {
+  return std::make_unique<DqnFamily>();
 }
 
 }  // namespace marlsched::learners

@@ -7,46 +7,52 @@
 
 namespace marlsched::learners {
 
-LearnerEntry es() {
-  LearnerEntry e{"es",
-                 "evolution strategies: augmented random search with common random numbers",
-                 {options_of<EsConfig>()},
-                 [](const LearnerConfigs& c) { c.get<EsConfig>().validate(); },
-                 [](const LearnerConfigs& c, const EnvSpec& spec) {
-                   const auto& es = c.get<EsConfig>();
-                   es.check_env(spec);
-                   if (!es.imitate.empty())
-                     make_heuristic(es.imitate, spec, 0);  // a baseline of this env
-                   if (!es.base.empty()) make_heuristic(es.base, spec, 0);
-                 },
-                 // One whole episode per copy per iteration.
-                 [](const LearnerConfigs&, const EnvSpec& spec) { return spec.episode_length; },
-                 // Its fitness sums the learner reward over every agent: the team return for any β.
-                 [](const LearnerConfigs&) { return 1.0; },
-                 [](const LearnerConfigs&) { return true; },
-                 [](const LearnerConfigs& c, const LearnerLayout& l) {
-                   const auto& es = c.get<EsConfig>();
-                   Es::TeacherMaker teacher;
-                   if (!es.imitate.empty())
-                     teacher = [name = es.imitate, spec = l.spec, seed = l.seed] {
-                       return make_heuristic(name, *spec, seed);
-                     };
-                   Es::TeacherMaker base;
-                   if (!es.base.empty())
-                     base = [name = es.base, spec = l.spec, seed = l.seed] {
-                       return make_heuristic(name, *spec, seed);
-                     };
-                   return std::make_unique<Es>(es, *l.spec, *l.comm, l.num_agents, l.first_agent,
-                                               l.local_agents, l.copies, l.seed, std::move(teacher),
-                                               std::move(base));
-                 },
-                 [](const std::vector<const Learner*>& ranks, const std::string& path,
-                    const std::string& metadata, bool with_critic) {
-                   MARLSCHED_REQUIRE(!with_critic, "--critic: ES has no critic");
-                   Es::export_torchscript(learners_as<Es>(ranks), path, metadata);
-                 }};
-  e.copy_group = Es::kCopyGroup;
-  return e;
+namespace {
+
+class EsFamily final : public LearnerFamily {
+ public:
+  std::string name() const override { return "es"; }
+  std::string description() const override {
+    return "evolution strategies: augmented random search with common random numbers";
+  }
+  std::vector<OptionsMaker> options() const override { return {options_of<EsConfig>()}; }
+  void validate(const LearnerConfigs& c) const override { c.get<EsConfig>().validate(); }
+  void check_env(const LearnerConfigs& c, const EnvSpec& spec) const override {
+    const auto& es = c.get<EsConfig>();
+    es.check_env(spec);
+    if (!es.imitate.empty()) make_heuristic(es.imitate, spec, 0);  // a baseline of this env
+    if (!es.base.empty()) make_heuristic(es.base, spec, 0);
+  }
+  /// One whole episode per copy per iteration.
+  int rollout_steps(const LearnerConfigs&, const EnvSpec& spec) const override {
+    return spec.episode_length;
+  }
+  /// Its fitness sums the learner reward over every agent: the team return for any β.
+  double team_reward(const LearnerConfigs&) const override { return 1.0; }
+  std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
+    const auto& es = c.get<EsConfig>();
+    return std::make_unique<Es>(es, *l.spec, *l.comm, l.num_agents, l.first_agent, l.local_agents,
+                                l.copies, l.seed, baseline(es.imitate, l), baseline(es.base, l));
+  }
+  void export_policy(const std::vector<const Learner*>& ranks, const std::string& path,
+                     const std::string& metadata, bool with_critic) const override {
+    MARLSCHED_REQUIRE(!with_critic, "--critic: ES has no critic");
+    Es::export_torchscript(learners_as<Es>(ranks), path, metadata);
+  }
+  int copy_group(const LearnerConfigs&) const override { return Es::kCopyGroup; }
+
+ private:
+  /// The maker of the env's baseline `name` (none if empty): --es-imitate's teacher, --es-base.
+  static Es::TeacherMaker baseline(const std::string& name, const LearnerLayout& l) {
+    if (name.empty()) return {};
+    return [name, spec = l.spec, seed = l.seed] { return make_heuristic(name, *spec, seed); };
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<LearnerFamily> es() {
+  return std::make_unique<EsFamily>();
 }
 
 }  // namespace marlsched::learners

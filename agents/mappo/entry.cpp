@@ -9,53 +9,69 @@ namespace marlsched::learners {
 
 namespace {
 
-LearnerEntry family(const std::string& name, bool central_critic, const std::string& description) {
-  return {
-      name,
-      description,
-      {options_of<MappoConfig>()},
-      [central_critic](const LearnerConfigs& c) {
-        const auto& m = c.get<MappoConfig>();
-        m.validate();
-        MARLSCHED_REQUIRE(central_critic || m.critic_kind() == CriticKind::kConcat,
-                          "--critic " << m.critic
-                                      << ": IPPO's critics are decentralized (each sees its "
-                                         "own actor's input); use --algo mappo");
-      },
-      [](const LearnerConfigs& c, const EnvSpec& spec) { c.get<MappoConfig>().check_env(spec); },
-      [](const LearnerConfigs& c, const EnvSpec&) { return c.get<MappoConfig>().rollout_steps; },
-      [](const LearnerConfigs& c) { return c.get<MappoConfig>().team_reward; },
-      [](const LearnerConfigs& c) { return c.get<MappoConfig>().share_actor; },
-      [central_critic](const LearnerConfigs& c, const LearnerLayout& l) {
-        MappoConfig m = c.with_device<MappoConfig>();
-        if (!central_critic) m.critic = "local";
-        return std::make_unique<Mappo>(m, *l.spec, *l.comm, l.num_agents, l.first_agent,
-                                       l.local_agents, l.copies, l.seed);
-      },
-      [](const std::vector<const Learner*>& ranks, const std::string& path,
-         const std::string& metadata, bool with_critic) {
-        Mappo::export_torchscript(learners_as<Mappo>(ranks), path, metadata, with_critic);
-      },
-      1,
-      {},
-      [central_critic](const LearnerConfigs& c, const EnvSpec& spec, int n, int k,
-                       const std::string& model) {
-        MappoConfig m = c.get<MappoConfig>();
-        if (!central_critic) m.critic = "local";
-        Mappo::check_model_layout(model, m, spec, n, k);
-      },
-      [](const LearnerConfigs& c) { return c.get<MappoConfig>().common_episodes; }};
-}
+class MappoFamily final : public LearnerFamily {
+ public:
+  MappoFamily(std::string name, bool central_critic, std::string description)
+      : name_(std::move(name)), description_(std::move(description)), central_(central_critic) {}
+  std::string name() const override { return name_; }
+  std::string description() const override { return description_; }
+  std::vector<OptionsMaker> options() const override { return {options_of<MappoConfig>()}; }
+  void validate(const LearnerConfigs& c) const override {
+    const auto& m = c.get<MappoConfig>();
+    m.validate();
+    MARLSCHED_REQUIRE(central_ || m.critic_kind() == CriticKind::kConcat,
+                      "--critic " << m.critic
+                                  << ": IPPO's critics are decentralized (each sees its own "
+                                     "actor's input); use --algo mappo");
+  }
+  void check_env(const LearnerConfigs& c, const EnvSpec& spec) const override {
+    c.get<MappoConfig>().check_env(spec);
+  }
+  int rollout_steps(const LearnerConfigs& c, const EnvSpec&) const override {
+    return c.get<MappoConfig>().rollout_steps;
+  }
+  double team_reward(const LearnerConfigs& c) const override {
+    return c.get<MappoConfig>().team_reward;
+  }
+  bool shared(const LearnerConfigs& c) const override { return c.get<MappoConfig>().share_actor; }
+  std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
+    return std::make_unique<Mappo>(config(c.with_device<MappoConfig>()), *l.spec, *l.comm,
+                                   l.num_agents, l.first_agent, l.local_agents, l.copies, l.seed);
+  }
+  void export_policy(const std::vector<const Learner*>& ranks, const std::string& path,
+                     const std::string& metadata, bool with_critic) const override {
+    Mappo::export_torchscript(learners_as<Mappo>(ranks), path, metadata, with_critic);
+  }
+  int copy_group(const LearnerConfigs& c) const override {
+    return c.get<MappoConfig>().common_episodes;
+  }
+  bool warm_starts() const override { return true; }
+  void check_init(const LearnerConfigs& c, const EnvSpec& spec, int n, int k,
+                  const std::string& model) const override {
+    Mappo::check_model_layout(model, config(c.get<MappoConfig>()), spec, n, k);
+  }
+
+ private:
+  /// The options as the learner takes them: IPPO's critic is the local one.
+  MappoConfig config(MappoConfig m) const {
+    if (!central_) m.critic = "local";
+    return m;
+  }
+  std::string name_, description_;
+  bool central_;
+};
 
 }  // namespace
 
-LearnerEntry mappo() {
-  return family("mappo", true,
-                "multi-agent PPO: decentralised actors, a centralised critic (concat or pooled)");
+std::unique_ptr<LearnerFamily> mappo() {
+  return std::make_unique<MappoFamily>(
+      "mappo", true,
+      "multi-agent PPO: decentralised actors, a centralised critic (concat or pooled)");
 }
 
-LearnerEntry ippo() {
-  return family("ippo", false, "independent PPO: each agent's critic sees only its own input");
+std::unique_ptr<LearnerFamily> ippo() {
+  return std::make_unique<MappoFamily>(
+      "ippo", false, "independent PPO: each agent's critic sees only its own input");
 }
 
 }  // namespace marlsched::learners

@@ -10,85 +10,117 @@ namespace marlsched::learners {
 
 namespace {
 
-LearnerEntry offline(const std::string& name, OfflineMethod method,
-                     const std::string& description) {
-  return {
-      name,
-      description,
-      {options_of<MappoConfig>(), options_of<OfflineConfig>()},
-      [](const LearnerConfigs& c) {
-        c.get<MappoConfig>().validate();
-        c.get<OfflineConfig>().validate();
-      },
-      [](const LearnerConfigs& c, const EnvSpec& spec) { c.get<MappoConfig>().check_env(spec); },
-      [](const LearnerConfigs& c, const EnvSpec&) { return c.get<MappoConfig>().rollout_steps; },
-      [](const LearnerConfigs& c) { return c.get<MappoConfig>().team_reward; },
-      [](const LearnerConfigs& c) { return c.get<MappoConfig>().share_actor; },
-      [method](const LearnerConfigs& c, const LearnerLayout& l) {
-        return std::make_unique<OfflineLearner>(
-            method, c.get<OfflineConfig>(), c.with_device<MappoConfig>(), *l.spec, *l.comm,
-            l.num_agents, l.first_agent, l.local_agents, l.copies, l.seed, l.team_targets);
-      },
-      [](const std::vector<const Learner*>& ranks, const std::string& path,
-         const std::string& metadata, bool with_critic) {
-        std::vector<const Mappo*> nets;
-        for (const auto* l : learners_as<OfflineLearner>(ranks)) nets.push_back(&l->mappo());
-        Mappo::export_torchscript(nets, path, metadata, with_critic);
-      },
-      1,
-      [](const LearnerConfigs& c, const EnvSpec& spec, int n, int rank, int ranks) {
-        check_offline_dataset(c.get<OfflineConfig>(), spec, n, rank, ranks);
-      },
-      [](const LearnerConfigs& c, const EnvSpec& spec, int n, int k, const std::string& model) {
-        Mappo::check_model_layout(model, c.get<MappoConfig>(), spec, n, k);
-      }};
-}
+/// bc and awr: MAPPO's actor (and awr's critic) fitted to a dataset.
+class PolicyFromData final : public LearnerFamily {
+ public:
+  PolicyFromData(std::string name, OfflineMethod method, std::string description)
+      : name_(std::move(name)), description_(std::move(description)), method_(method) {}
+  std::string name() const override { return name_; }
+  std::string description() const override { return description_; }
+  std::vector<OptionsMaker> options() const override {
+    return {options_of<MappoConfig>(), options_of<OfflineConfig>()};
+  }
+  void validate(const LearnerConfigs& c) const override {
+    c.get<MappoConfig>().validate();
+    c.get<OfflineConfig>().validate();
+  }
+  void check_env(const LearnerConfigs& c, const EnvSpec& spec) const override {
+    c.get<MappoConfig>().check_env(spec);
+  }
+  int rollout_steps(const LearnerConfigs& c, const EnvSpec&) const override {
+    return c.get<MappoConfig>().rollout_steps;
+  }
+  double team_reward(const LearnerConfigs& c) const override {
+    return c.get<MappoConfig>().team_reward;
+  }
+  bool shared(const LearnerConfigs& c) const override { return c.get<MappoConfig>().share_actor; }
+  std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
+    return std::make_unique<OfflineLearner>(
+        method_, c.get<OfflineConfig>(), c.with_device<MappoConfig>(), *l.spec, *l.comm,
+        l.num_agents, l.first_agent, l.local_agents, l.copies, l.seed, l.team_targets);
+  }
+  void export_policy(const std::vector<const Learner*>& ranks, const std::string& path,
+                     const std::string& metadata, bool with_critic) const override {
+    std::vector<const Mappo*> nets;
+    for (const auto* l : learners_as<OfflineLearner>(ranks)) nets.push_back(&l->mappo());
+    Mappo::export_torchscript(nets, path, metadata, with_critic);
+  }
+  bool reads_inputs() const override { return true; }
+  void check_inputs(const LearnerConfigs& c, const EnvSpec& spec, int n, int rank,
+                    int ranks) const override {
+    check_offline_dataset(c.get<OfflineConfig>(), spec, n, rank, ranks);
+  }
+  bool warm_starts() const override { return true; }
+  void check_init(const LearnerConfigs& c, const EnvSpec& spec, int n, int k,
+                  const std::string& model) const override {
+    Mappo::check_model_layout(model, c.get<MappoConfig>(), spec, n, k);
+  }
+
+ private:
+  std::string name_, description_;
+  OfflineMethod method_;
+};
+
+/// cql: DQN's Q-networks fitted to a dataset by conservative Q-learning.
+class CqlFamily final : public LearnerFamily {
+ public:
+  std::string name() const override { return "cql"; }
+  std::string description() const override {
+    return "offline RL: conservative Q-learning (discrete CQL) of DQN's Q-networks on a dataset "
+           "(--dataset)";
+  }
+  std::vector<OptionsMaker> options() const override {
+    return {options_of<DqnConfig>(), options_of<OfflineConfig>()};
+  }
+  void validate(const LearnerConfigs& c) const override {
+    c.get<DqnConfig>().validate();
+    c.get<OfflineConfig>().validate();
+  }
+  int rollout_steps(const LearnerConfigs& c, const EnvSpec&) const override {
+    return c.get<DqnConfig>().rollout_steps;
+  }
+  double team_reward(const LearnerConfigs& c) const override {
+    return c.get<DqnConfig>().team_reward;
+  }
+  bool shared(const LearnerConfigs& c) const override { return c.get<DqnConfig>().share; }
+  std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
+    return std::make_unique<CqlLearner>(c.get<OfflineConfig>(), c.with_device<DqnConfig>(), *l.spec,
+                                        *l.comm, l.num_agents, l.first_agent, l.local_agents,
+                                        l.copies, l.seed, l.team_targets);
+  }
+  void export_policy(const std::vector<const Learner*>& ranks, const std::string& path,
+                     const std::string& metadata, bool with_critic) const override {
+    MARLSCHED_REQUIRE(!with_critic,
+                      "--critic: cql has no critic (its Q-values are exported as the method "
+                      "q(obs, agent))");
+    std::vector<const Dqn*> nets;
+    for (const auto* l : learners_as<CqlLearner>(ranks)) nets.push_back(&l->dqn());
+    Dqn::export_torchscript(nets, path, metadata);
+  }
+  bool reads_inputs() const override { return true; }
+  void check_inputs(const LearnerConfigs& c, const EnvSpec& spec, int n, int rank,
+                    int ranks) const override {
+    check_offline_dataset(c.get<OfflineConfig>(), spec, n, rank, ranks, !c.get<DqnConfig>().share);
+  }
+};
 
 }  // namespace
 
-LearnerEntry cql() {
-  return {"cql",
-          "offline RL: conservative Q-learning (discrete CQL) of DQN's Q-networks on a dataset "
-          "(--dataset)",
-          {options_of<DqnConfig>(), options_of<OfflineConfig>()},
-          [](const LearnerConfigs& c) {
-            c.get<DqnConfig>().validate();
-            c.get<OfflineConfig>().validate();
-          },
-          [](const LearnerConfigs&, const EnvSpec&) {},
-          [](const LearnerConfigs& c, const EnvSpec&) { return c.get<DqnConfig>().rollout_steps; },
-          [](const LearnerConfigs& c) { return c.get<DqnConfig>().team_reward; },
-          [](const LearnerConfigs& c) { return c.get<DqnConfig>().share; },
-          [](const LearnerConfigs& c, const LearnerLayout& l) {
-            return std::make_unique<CqlLearner>(c.get<OfflineConfig>(), c.with_device<DqnConfig>(),
-                                                *l.spec, *l.comm, l.num_agents, l.first_agent,
-                                                l.local_agents, l.copies, l.seed, l.team_targets);
-          },
-          [](const std::vector<const Learner*>& ranks, const std::string& path,
-             const std::string& metadata, bool with_critic) {
-            MARLSCHED_REQUIRE(!with_critic,
-                              "--critic: cql has no critic (its Q-values are exported as the "
-                              "method q(obs, agent))");
-            std::vector<const Dqn*> nets;
-            for (const auto* l : learners_as<CqlLearner>(ranks)) nets.push_back(&l->dqn());
-            Dqn::export_torchscript(nets, path, metadata);
-          },
-          1,
-          [](const LearnerConfigs& c, const EnvSpec& spec, int n, int rank, int ranks) {
-            check_offline_dataset(c.get<OfflineConfig>(), spec, n, rank, ranks,
-                                  !c.get<DqnConfig>().share);
-          }};
+std::unique_ptr<LearnerFamily> cql() {
+  return std::make_unique<CqlFamily>();
 }
 
-LearnerEntry bc() {
-  return offline("bc", OfflineMethod::kClone,
-                 "behaviour cloning: MAPPO's actor fitted to a dataset's actions (--dataset)");
+std::unique_ptr<LearnerFamily> bc() {
+  return std::make_unique<PolicyFromData>(
+      "bc", OfflineMethod::kClone,
+      "behaviour cloning: MAPPO's actor fitted to a dataset's actions (--dataset)");
 }
 
-LearnerEntry awr() {
-  return offline("awr", OfflineMethod::kAwr,
-                 "offline RL: advantage-weighted regression of MAPPO's actor and critic on a "
-                 "dataset (--dataset)");
+std::unique_ptr<LearnerFamily> awr() {
+  return std::make_unique<PolicyFromData>(
+      "awr", OfflineMethod::kAwr,
+      "offline RL: advantage-weighted regression of MAPPO's actor and critic on a dataset "
+      "(--dataset)");
 }
 
 }  // namespace marlsched::learners

@@ -7,31 +7,43 @@
 
 namespace marlsched::learners {
 
-LearnerEntry tsdqn() {
-  return {"tsdqn",
-          "two-timescale DQN: a long-window head and a per-step head (LSTCB's method)",
-          {options_of<DqnConfig>(), options_of<TsdqnConfig>()},
-          [](const LearnerConfigs& c) {
-            c.get<DqnConfig>().validate();
-            c.get<TsdqnConfig>().validate();
-          },
-          [](const LearnerConfigs& c, const EnvSpec& spec) {
-            check_tsdqn_env(spec);
-            c.get<TsdqnConfig>().short_subset(spec);
-          },
-          [](const LearnerConfigs& c, const EnvSpec&) { return c.get<DqnConfig>().rollout_steps; },
-          [](const LearnerConfigs& c) { return c.get<DqnConfig>().team_reward; },
-          [](const LearnerConfigs& c) { return c.get<DqnConfig>().share; },
-          [](const LearnerConfigs& c, const LearnerLayout& l) {
-            return std::make_unique<TwoTimescaleDqn>(
-                c.get<TsdqnConfig>(), c.with_device<DqnConfig>(), *l.spec, *l.comm, l.num_agents,
-                l.first_agent, l.local_agents, l.copies, l.seed);
-          },
-          [](const std::vector<const Learner*>&, const std::string&, const std::string&, bool) {
-            MARLSCHED_THROW(ConfigError,
-                            "export: two-timescale DQN (tsdqn) policies cannot be exported yet; "
-                            "evaluate them with `marlsched eval --model RUN_DIR`");
-          }};
+namespace {
+
+class TsdqnFamily final : public LearnerFamily {
+ public:
+  std::string name() const override { return "tsdqn"; }
+  std::string description() const override {
+    return "two-timescale DQN: a long-window head and a per-step head (LSTCB's method)";
+  }
+  std::vector<OptionsMaker> options() const override {
+    return {options_of<DqnConfig>(), options_of<TsdqnConfig>()};
+  }
+  void validate(const LearnerConfigs& c) const override {
+    c.get<DqnConfig>().validate();
+    c.get<TsdqnConfig>().validate();
+  }
+  void check_env(const LearnerConfigs& c, const EnvSpec& spec) const override {
+    check_tsdqn_env(spec);
+    c.get<TsdqnConfig>().short_subset(spec);
+  }
+  int rollout_steps(const LearnerConfigs& c, const EnvSpec&) const override {
+    return c.get<DqnConfig>().rollout_steps;
+  }
+  double team_reward(const LearnerConfigs& c) const override {
+    return c.get<DqnConfig>().team_reward;
+  }
+  bool shared(const LearnerConfigs& c) const override { return c.get<DqnConfig>().share; }
+  std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
+    return std::make_unique<TwoTimescaleDqn>(c.get<TsdqnConfig>(), c.with_device<DqnConfig>(),
+                                             *l.spec, *l.comm, l.num_agents, l.first_agent,
+                                             l.local_agents, l.copies, l.seed);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<LearnerFamily> tsdqn() {
+  return std::make_unique<TsdqnFamily>();
 }
 
 }  // namespace marlsched::learners

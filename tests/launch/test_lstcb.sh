@@ -13,7 +13,7 @@ CFG="$SRC/launch/configs/lstcb.toml"
 "$BIN" train --config "$CFG" --agents-per-rank 4 --traj-every 0 --quiet --run-dir ts > ts.log
 cat ts/eval.md
 # Export refuses tsdqn with its own message (it once failed first on the env-copy count).
-expect_error "tsdqn export" 2 "cannot be exported yet" -- "$BIN" export ts
+expect_error "tsdqn export" 2 "export: tsdqn policies cannot be exported; evaluate them with" -- "$BIN" export ts
 for b in 4 8 16 32; do
   "$BIN" baselines --config "$CFG" --agents-per-rank 4 --max-batches $b --baselines fixed-batch \
     --quiet > fixed$b.txt

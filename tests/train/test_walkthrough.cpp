@@ -254,32 +254,32 @@ class Tally final : public Learner {
   std::vector<float> zeros_;
 };
 
-// 3. The row.
-LearnerEntry tally_entry() {
-  return {
-      "tally",
-      "the README's walk-through learner: a shared table of mean rewards",
-      {options_of<TallyConfig>()},
-      [](const LearnerConfigs& c) { c.get<TallyConfig>().validate(); },
-      [](const LearnerConfigs&, const EnvSpec& spec) {
-        MARLSCHED_REQUIRE(spec.num_actions() == 2, "tally needs two actions");
-      },
-      [](const LearnerConfigs& c, const EnvSpec&) { return c.get<TallyConfig>().rollout_steps; },
-      [](const LearnerConfigs&) { return 0.0; },
-      [](const LearnerConfigs&) { return true; },
-      [](const LearnerConfigs& c, const LearnerLayout& l) {
-        return std::make_unique<Tally>(c.get<TallyConfig>(), *l.comm);
-      },
-      [](const std::vector<const Learner*>&, const std::string&, const std::string&, bool) {
-        MARLSCHED_THROW(ConfigError, "tally has no TorchScript export");
-      }};
-}
+// 3. The row: what differs from LearnerFamily's defaults (a shared table, each agent's own
+// reward, no export, no warm start).
+class TallyFamily final : public LearnerFamily {
+ public:
+  std::string name() const override { return "tally"; }
+  std::string description() const override {
+    return "the README's walk-through learner: a shared table of mean rewards";
+  }
+  std::vector<OptionsMaker> options() const override { return {options_of<TallyConfig>()}; }
+  void validate(const LearnerConfigs& c) const override { c.get<TallyConfig>().validate(); }
+  void check_env(const LearnerConfigs&, const EnvSpec& spec) const override {
+    MARLSCHED_REQUIRE(spec.num_actions() == 2, "tally needs two actions");
+  }
+  int rollout_steps(const LearnerConfigs& c, const EnvSpec&) const override {
+    return c.get<TallyConfig>().rollout_steps;
+  }
+  std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
+    return std::make_unique<Tally>(c.get<TallyConfig>(), *l.comm);
+  }
+};
 
 void register_tally() {
   static bool done = false;
   if (done) return;
   done = true;
-  register_learner(tally_entry());
+  register_learner(std::make_unique<TallyFamily>());
 }
 
 // The flags a learner binds (a binder that only records their names).
@@ -368,7 +368,8 @@ TEST(WalkThrough, ALearnerDefinedOutsideAgentsJoinsByOneRowAndTrainsAndEvaluates
   register_tally();
   const auto names = learner_names();
   EXPECT_EQ(names.back(), "tally");
-  EXPECT_THROW(register_learner(tally_entry()), ConfigError);  // a name is registered once
+  EXPECT_THROW(register_learner(std::make_unique<TallyFamily>()),
+               ConfigError);  // a name is registered once
 
   // Its options group is bound with every learner's, and its validation runs.
   LearnerConfigs learners;
