@@ -6,7 +6,8 @@
 # job array instead.
 #   bash launch/seeds.sh N OUT [train options...]     e.g. bash launch/seeds.sh 5 runs/seeds
 # MARLSCHED_NP sets the rank count (default 4, as launch/run.sh); the config defaults to the main
-# job's, launch/configs/main.toml (give --config to change it). Each seed starts afresh (--force).
+# job's, launch/configs/ladder-4.toml (give --config to change it, e.g. launch/configs/main.toml
+# for plain ES). Each seed starts afresh (--force).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: bash launch/seeds.sh N OUT [train options...]" >&2; exit 2; }
 N=$1 OUT=$2
@@ -16,7 +17,7 @@ HERE=$(dirname "$0")
 source "$HERE/env.sh"
 BIN=${MARLSCHED_BIN:-$MARLSCHED_BUILD/launch/marlsched}
 [ -x "$BIN" ] || { echo "seeds.sh: no $BIN (build first: bash launch/build.sh)" >&2; exit 2; }
-CONFIG=(--config "$MARLSCHED_ROOT/launch/configs/main.toml")
+CONFIG=(--config "$MARLSCHED_ROOT/launch/configs/ladder-4.toml")
 for a in "$@"; do [ "$a" = "--config" ] && CONFIG=(); done
 NP=${MARLSCHED_NP:-4}
 runs=()
