@@ -81,8 +81,10 @@ std::int64_t Dqn::replay_size() const {
   return s;
 }
 
-void Dqn::act(const PolicyInput& pin, std::vector<int>& actions) {
+Decisions Dqn::act(const PolicyInput& pin) {
   auto& m = *impl_;
+  Decisions out;
+  std::vector<int>& actions = out.actions;
   MARLSCHED_CHECK(pin.copies == m.e && pin.local_agents == m.k && pin.num_agents == m.n,
                   "DQN was built for a different layout");
   const int rows = m.e * m.k;
@@ -92,8 +94,8 @@ void Dqn::act(const PolicyInput& pin, std::vector<int>& actions) {
   const double eps = m.training ? m.epsilon() : (m.deterministic ? 0.0 : m.cfg.eps_eval);
   actions.resize(static_cast<std::size_t>(rows));
   m.last_act.resize(static_cast<std::size_t>(rows));
-  m.last_logp.resize(static_cast<std::size_t>(rows));
-  m.last_value.resize(static_cast<std::size_t>(rows));
+  out.log_probs.resize(static_cast<std::size_t>(rows));
+  out.values.resize(static_cast<std::size_t>(rows));
   for (int r = 0; r < rows; ++r) {
     const float* row = q.data() + static_cast<std::ptrdiff_t>(r) * m.na;
     int greedy = 0;
@@ -111,17 +113,11 @@ void Dqn::act(const PolicyInput& pin, std::vector<int>& actions) {
     const double p = (a == greedy ? 1.0 - eps : 0.0) + eps / m.na;
     actions[static_cast<std::size_t>(r)] = a;
     m.last_act[static_cast<std::size_t>(r)] = a;
-    m.last_logp[static_cast<std::size_t>(r)] = static_cast<float>(std::log(p));
-    m.last_value[static_cast<std::size_t>(r)] = row[greedy];
+    out.log_probs[static_cast<std::size_t>(r)] = static_cast<float>(std::log(p));
+    out.values[static_cast<std::size_t>(r)] = row[greedy];
   }
   if (m.training) m.env_steps += 1;
-}
-
-const std::vector<float>& Dqn::last_log_probs() const {
-  return impl_->last_logp;
-}
-const std::vector<float>& Dqn::last_values() const {
-  return impl_->last_value;
+  return out;
 }
 
 void Dqn::record(const StepFeedback& fb) {

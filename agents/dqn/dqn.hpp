@@ -74,14 +74,12 @@ class Dqn final : public Learner {
 
   std::string name() const override { return "dqn"; }
   /// ε-greedy in training mode (recording the transition's first half); greedy in evaluation
-  /// (ε = eps_eval unless deterministic).
-  void act(const PolicyInput& in, std::vector<int>& actions) override;
+  /// (ε = eps_eval unless deterministic). The log-probabilities are the ε-greedy policy's, the
+  /// values max_a Q(s, a).
+  using Learner::act;
+  Decisions act(const PolicyInput& in) override;
   void set_training(bool training) override;
   void set_deterministic(bool deterministic) override;
-  /// log-probability of the chosen action under the ε-greedy policy.
-  const std::vector<float>& last_log_probs() const override;
-  /// max_a Q(s, a) of the states of the last act (training mode).
-  const std::vector<float>& last_values() const override;
   void record(const StepFeedback& fb) override;
   UpdateStats update(const PolicyInput& last) override;
   const std::vector<StatName>& stat_names() const override;

@@ -31,7 +31,7 @@ struct Dqn::Impl : nn::LearnerDims {
   bool training = true, deterministic = false;
   std::int64_t env_steps = 0, grad_steps = 0;
   // The last act(): inputs, actions, diagnostics; and transitions waiting for their next state.
-  std::vector<float> last_x, last_logp, last_value;
+  std::vector<float> last_x;
   std::vector<std::int64_t> last_act;
   std::vector<float> pend_x, pend_r;
   std::vector<std::int64_t> pend_a;

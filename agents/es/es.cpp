@@ -106,7 +106,7 @@ struct Es::Impl {
   std::int64_t iteration = 0;
   std::vector<double> fitness;
   std::vector<char> finished;
-  std::vector<float> logp, values, x, xn, h0, h1, out;  // out: one row's logits
+  std::vector<float> x, xn, h0, h1, out;  // out: one row's logits
   std::vector<float> pre, shared;  // a row's first-layer pre-activations; a world's shared part
   std::vector<float> mo;           // --es-actor targets: one target's mode outputs
   // Imitation (--es-imitate): the teacher, its labels so far (raw inputs [sample][in] and
@@ -513,8 +513,10 @@ void Es::Impl::fit_imitation() {
 
 Es::~Es() = default;
 
-void Es::act(const PolicyInput& in, std::vector<int>& actions) {
+Decisions Es::act(const PolicyInput& in) {
   auto& m = *impl_;
+  Decisions out;
+  std::vector<int>& actions = out.actions;
   const bool train = m.training;
   MARLSCHED_CHECK(!train || in.copies == m.e,
                   "es trains on " << m.e << " env copies, got " << in.copies);
@@ -531,8 +533,8 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
   }
   const auto rows = static_cast<std::size_t>(in.copies * m.k);
   actions.resize(rows);
-  m.logp.assign(rows, 0.f);
-  m.values.assign(rows, std::nanf(""));
+  out.log_probs.assign(rows, 0.f);
+  out.values.assign(rows, std::nanf(""));
   const std::size_t p = m.params();
   for (int c = 0; c < in.copies; ++c) {
     // DAgger: θ itself acts in the imitation rounds after the first, the teacher in the first.
@@ -563,6 +565,7 @@ void Es::act(const PolicyInput& in, std::vector<int>& actions) {
       actions[row] = m.best_action(m.out.data());
     }
   }
+  return out;
 }
 
 void Es::set_training(bool training) {
@@ -574,14 +577,6 @@ void Es::set_training(bool training) {
     m.teacher = m.make_teacher();
   }
   m.training = training;
-}
-
-const std::vector<float>& Es::last_log_probs() const {
-  return impl_->logp;
-}
-
-const std::vector<float>& Es::last_values() const {
-  return impl_->values;
 }
 
 void Es::record(const StepFeedback& fb) {

@@ -100,15 +100,13 @@ class Es final : public Learner {
   ~Es() override;
 
   std::string name() const override { return "es"; }
-  /// Greedy actions; in training mode copy c acts with its perturbed parameters.
-  void act(const PolicyInput& in, std::vector<int>& actions) override;
+  /// Greedy actions; in training mode copy c acts with its perturbed parameters. Log-probabilities
+  /// 0 (the policy is deterministic), values NaN (ES has no value estimate).
+  using Learner::act;
+  Decisions act(const PolicyInput& in) override;
   /// Training needs an even number of copies (antithetic pairs): ConfigError otherwise.
   void set_training(bool training) override;
   void set_deterministic(bool) override {}  ///< always deterministic
-  /// 0: the policy is deterministic.
-  const std::vector<float>& last_log_probs() const override;
-  /// NaN: ES has no value estimate.
-  const std::vector<float>& last_values() const override;
   void record(const StepFeedback& fb) override;
   UpdateStats update(const PolicyInput& last) override;
   const std::vector<StatName>& stat_names() const override;

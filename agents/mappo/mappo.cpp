@@ -36,8 +36,10 @@ void Mappo::set_deterministic(bool d) {
   impl_->deterministic = d;
 }
 
-void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
+Decisions Mappo::act(const PolicyInput& in) {
   auto& m = *impl_;
+  Decisions out;
+  std::vector<int>& actions = out.actions;
   const int rows = in.copies * in.local_agents;
   MARLSCHED_CHECK(in.copies == m.e && in.local_agents == m.k && in.num_agents == m.n,
                   "MAPPO was built for a different layout");
@@ -89,17 +91,13 @@ void Mappo::act(const PolicyInput& in, std::vector<int>& actions) {
   }
   if (m.training) m.last_value = m.values(m.last_c, rows);
   if (m.training && m.imitation_weight() > 0) m.teacher->act(in, m.last_teacher);
+  out.log_probs = m.last_logp;
+  out.values = m.last_value;
+  return out;
 }
 
 double Mappo::imitation_weight() const {
   return impl_->imitation_weight();
-}
-
-const std::vector<float>& Mappo::last_log_probs() const {
-  return impl_->last_logp;
-}
-const std::vector<float>& Mappo::last_values() const {
-  return impl_->last_value;
 }
 
 void Mappo::record(const StepFeedback& fb) {

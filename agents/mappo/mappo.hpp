@@ -135,15 +135,13 @@ class Mappo final : public Learner {
   bool wants_privileged() const override;
   /// Whether its teacher (--imitate) or base policy (--base-policy) plans every site at once.
   bool needs_every_agent() const override;
+  using Learner::act;
   /// Chooses actions. In training mode it samples and records (obs, action, log-prob, value);
   /// in evaluation mode it samples (or takes the argmax when deterministic) without recording.
-  void act(const PolicyInput& in, std::vector<int>& actions) override;
+  /// The values are the critic's (denormalised), in training mode.
+  Decisions act(const PolicyInput& in) override;
   void set_training(bool training) override;
   void set_deterministic(bool deterministic) override;
-  /// log π(a|o) of the actions the last `act` chose, [copy * local_agents + k].
-  const std::vector<float>& last_log_probs() const override;
-  /// Critic values (denormalised) of the states of the last `act` in training mode, same order.
-  const std::vector<float>& last_values() const override;
   void record(const StepFeedback& fb) override;
   /// PPO update on the collected rollout; `last` are the global observations after the final
   /// step (bootstrap values). Clears the rollout. Statistics: policy_loss, value_loss, entropy,

@@ -28,8 +28,10 @@ std::int64_t Masac::replay_size() const {
   return impl_->replay.size;
 }
 
-void Masac::act(const PolicyInput& pin, std::vector<int>& actions) {
+Decisions Masac::act(const PolicyInput& pin) {
   auto& m = *impl_;
+  Decisions out;
+  std::vector<int>& actions = out.actions;
   MARLSCHED_CHECK(pin.copies == m.e && pin.local_agents == m.k && pin.num_agents == m.n,
                   "MASAC was built for a different layout");
   const int rows = m.e * m.k;
@@ -57,13 +59,13 @@ void Masac::act(const PolicyInput& pin, std::vector<int>& actions) {
                        pin.draw(r / m.k, pin.first_agent + r % m.k, kActionStream), false);
   }
   actions.resize(static_cast<std::size_t>(rows));
-  m.last_logp.resize(static_cast<std::size_t>(rows));
+  out.log_probs.resize(static_cast<std::size_t>(rows));
   for (int r = 0; r < rows; ++r) {
     const auto ru = static_cast<std::size_t>(r);
     actions[ru] = static_cast<int>(chosen[ru]);
-    m.last_logp[ru] = std::log(std::max(p.data_ptr<float>()[r * m.na + chosen[ru]], 1e-30f));
+    out.log_probs[ru] = std::log(std::max(p.data_ptr<float>()[r * m.na + chosen[ru]], 1e-30f));
   }
-  if (!m.training) return;
+  if (!m.training) return out;
   // The joint action: every rank's agents' choices, [copy][agent] (one allgather per step).
   // Ranks host equal contiguous agent ranges: rank r has agents r·k ... r·k + k - 1.
   MARLSCHED_CHECK(m.first == m.comm.rank() * m.k && m.comm.size() * m.k == m.n,
@@ -86,14 +88,8 @@ void Masac::act(const PolicyInput& pin, std::vector<int>& actions) {
   auto q = torch::min(m.q1->forward(cx), m.q2->forward(cx));
   auto v = (probs * (q - m.alpha() * torch::log(probs.clamp_min(1e-30)))).sum(1);
   const auto vh = nn::host(v);
-  m.last_value.assign(vh.data_ptr<float>(), vh.data_ptr<float>() + rows);
-}
-
-const std::vector<float>& Masac::last_log_probs() const {
-  return impl_->last_logp;
-}
-const std::vector<float>& Masac::last_values() const {
-  return impl_->last_value;
+  out.values.assign(vh.data_ptr<float>(), vh.data_ptr<float>() + rows);
+  return out;
 }
 
 void Masac::record(const StepFeedback& fb) {

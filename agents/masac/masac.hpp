@@ -79,13 +79,12 @@ class Masac final : public Learner {
 
   std::string name() const override;  ///< "masac" or "maddpg"
   /// Samples from the policy (training; then gathers the joint action); in evaluation the
-  /// greedy action when deterministic, else a sample.
-  void act(const PolicyInput& in, std::vector<int>& actions) override;
+  /// greedy action when deterministic, else a sample. The values are the soft state value
+  /// Σ_a π(a)·(min Q(a) − α log π(a)) (training mode).
+  using Learner::act;
+  Decisions act(const PolicyInput& in) override;
   void set_training(bool training) override;
   void set_deterministic(bool deterministic) override;
-  const std::vector<float>& last_log_probs() const override;
-  /// Soft state value Σ_a π(a)·(min Q(a) − α log π(a)) at the last act (training mode).
-  const std::vector<float>& last_values() const override;
   void record(const StepFeedback& fb) override;
   UpdateStats update(const PolicyInput& last) override;
   const std::vector<StatName>& stat_names() const override;

@@ -38,7 +38,7 @@ struct Masac::Impl : nn::LearnerDims {
   std::int64_t grad_steps = 0;
   // The last act(): global observations [copy][n·d], joint actions [copy][n]; transitions
   // waiting for their next state.
-  std::vector<float> last_g, last_logp, last_value;
+  std::vector<float> last_g;
   std::vector<std::int64_t> last_joint;
   std::vector<float> pend_g, pend_r;
   std::vector<std::int64_t> pend_a;

@@ -69,8 +69,10 @@ OfflineLearner::OfflineLearner(OfflineMethod method, const OfflineConfig& cfg,
   mappo_->set_training(false);
 }
 
-void OfflineLearner::act(const PolicyInput& in, std::vector<int>& actions) {
-  mappo_->act(in, actions);
+Decisions OfflineLearner::act(const PolicyInput& in) {
+  Decisions out = mappo_->act(in);
+  out.values = values_;
+  return out;
 }
 
 UpdateStats OfflineLearner::update(const PolicyInput&) {

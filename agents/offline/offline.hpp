@@ -54,13 +54,12 @@ class OfflineLearner final : public Learner {
                  int local_agents, int copies, std::uint64_t seed, bool team_targets);
 
   std::string name() const override { return method_ == OfflineMethod::kClone ? "bc" : "awr"; }
-  void act(const PolicyInput& in, std::vector<int>& actions) override;
+  using Learner::act;
+  /// MAPPO's actor acts; the values are NaN (not computed while acting).
+  Decisions act(const PolicyInput& in) override;
   /// The policy always acts as in evaluation (it learns from the dataset only).
   void set_training(bool) override {}
   void set_deterministic(bool d) override { mappo_->set_deterministic(d); }
-  const std::vector<float>& last_log_probs() const override { return mappo_->last_log_probs(); }
-  /// NaN: the values are not computed while acting.
-  const std::vector<float>& last_values() const override { return values_; }
   void record(const StepFeedback&) override {}
   /// Collective: reads the dataset (the first time), then Mappo::clone or Mappo::awr.
   UpdateStats update(const PolicyInput& last) override;
@@ -97,11 +96,10 @@ class CqlLearner final : public Learner {
              std::uint64_t seed, bool team_targets);
 
   std::string name() const override { return "cql"; }
-  void act(const PolicyInput& in, std::vector<int>& actions) override { dqn_->act(in, actions); }
+  using Learner::act;
+  Decisions act(const PolicyInput& in) override { return dqn_->act(in); }
   void set_training(bool) override {}
   void set_deterministic(bool d) override { dqn_->set_deterministic(d); }
-  const std::vector<float>& last_log_probs() const override { return dqn_->last_log_probs(); }
-  const std::vector<float>& last_values() const override { return dqn_->last_values(); }
   void record(const StepFeedback&) override {}
   /// Collective: reads the dataset into the replay buffers (the first time), then
   /// Dqn::offline_update.

@@ -117,7 +117,6 @@ struct TwoTimescaleDqn::Impl {
   std::vector<int> long_act;  // the long decision in force, per row
   std::vector<float> acc;     // discounted reward since the window start, per row
   double disc = 1;
-  std::vector<float> logp, value;
   std::vector<int> la, sa;
   std::vector<StatName> names;
 };
@@ -176,12 +175,13 @@ const Dqn& TwoTimescaleDqn::short_head() const {
   return *impl_->sh;
 }
 
-void TwoTimescaleDqn::act(const PolicyInput& in, std::vector<int>& actions) {
+Decisions TwoTimescaleDqn::act(const PolicyInput& in) {
   auto& m = *impl_;
   const int phase = in.episode_step.at(0) % m.W;
   for (int step : in.episode_step)
     MARLSCHED_CHECK(step % m.W == phase, "tsdqn: env copies are at different window phases");
   const bool window_start = phase == 0;
+  std::vector<float> long_logp;
   if (window_start) {
     if (m.training && m.long_open) {  // the window that just ended: its summed reward
       StepFeedback fb;
@@ -191,27 +191,22 @@ void TwoTimescaleDqn::act(const PolicyInput& in, std::vector<int>& actions) {
       fb.terminal.assign(static_cast<std::size_t>(in.copies), GlobalObs{});
       m.lo->record(fb);
     }
-    m.lo->act(in, m.la);
+    Decisions long_d = m.lo->act(in);
+    m.la = long_d.actions;
+    long_logp = std::move(long_d.log_probs);
     m.long_act = m.la;
     m.long_open = m.training;
     std::fill(m.acc.begin(), m.acc.end(), 0.f);
     m.disc = 1;
   }
-  m.sh->act(in, m.sa);
-  actions.resize(static_cast<std::size_t>(m.rows));
-  m.logp = m.sh->last_log_probs();
-  m.value = m.sh->last_values();
-  for (std::size_t r = 0; r < actions.size(); ++r) {
-    actions[r] = m.long_act[r] * m.S + m.short_of[static_cast<std::size_t>(m.sa[r])];
-    if (window_start) m.logp[r] += m.lo->last_log_probs()[r];
+  // The joint action's log-probability: the short head's, plus the long head's where it chose.
+  Decisions out = m.sh->act(in);
+  m.sa = out.actions;
+  for (std::size_t r = 0; r < out.actions.size(); ++r) {
+    out.actions[r] = m.long_act[r] * m.S + m.short_of[static_cast<std::size_t>(m.sa[r])];
+    if (window_start) out.log_probs[r] += long_logp[r];
   }
-}
-
-const std::vector<float>& TwoTimescaleDqn::last_log_probs() const {
-  return impl_->logp;
-}
-const std::vector<float>& TwoTimescaleDqn::last_values() const {
-  return impl_->value;
+  return out;
 }
 
 void TwoTimescaleDqn::record(const StepFeedback& fb) {

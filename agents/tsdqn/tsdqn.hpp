@@ -60,11 +60,10 @@ class TwoTimescaleDqn final : public Learner {
   ~TwoTimescaleDqn() override;
 
   std::string name() const override { return "tsdqn"; }
-  void act(const PolicyInput& in, std::vector<int>& actions) override;
+  using Learner::act;
+  Decisions act(const PolicyInput& in) override;
   void set_training(bool training) override;
   void set_deterministic(bool deterministic) override;
-  const std::vector<float>& last_log_probs() const override;
-  const std::vector<float>& last_values() const override;
   void record(const StepFeedback& fb) override;
   UpdateStats update(const PolicyInput& last) override;
   const std::vector<StatName>& stat_names() const override;

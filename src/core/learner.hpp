@@ -46,16 +46,25 @@ struct UpdateStats {
   bool stepped = true;
 };
 
+/// What a learner's act() returns for this rank's agents in every env copy, each indexed
+/// [copy * local_agents + k].
+struct Decisions {
+  std::vector<int> actions;
+  std::vector<float> log_probs;  ///< log π(a|o) of each action
+  std::vector<float> values;     ///< the learner's value estimate of each state (training mode)
+};
+
 class Learner : public Policy {
  public:
+  /// Chooses this rank's actions (training mode: explores, and keeps what record() needs) and
+  /// returns them with their log-probabilities and values.
+  virtual Decisions act(const PolicyInput& in) = 0;
+  /// Policy::act, for evaluation: the actions of act(in).
+  void act(const PolicyInput& in, std::vector<int>& actions) final { actions = act(in).actions; }
   /// Training mode explores and records; evaluation mode only acts.
   virtual void set_training(bool training) = 0;
   /// In evaluation mode: the greedy action instead of a sampled one.
   virtual void set_deterministic(bool deterministic) = 0;
-  /// log π(a|o) of the actions the last `act` chose, [copy * local_agents + k].
-  virtual const std::vector<float>& last_log_probs() const = 0;
-  /// The learner's value estimate of the states of the last `act` (training mode), same order.
-  virtual const std::vector<float>& last_values() const = 0;
   /// Records the outcome of the last `act` (training mode).
   virtual void record(const StepFeedback& fb) = 0;
   /// Learns from what was recorded since the last update; `last` are the global observations

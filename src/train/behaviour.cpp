@@ -52,17 +52,28 @@ ActionLaw BehaviourLearner::action_law() const {
   return epsilon_ > 0 || law_ == ActionLaw::kUnknown ? ActionLaw::kUnknown : law_;
 }
 
-void BehaviourLearner::act(const PolicyInput& in, std::vector<int>& actions) {
-  policy_->act(in, chosen_);
-  const auto rows = static_cast<std::size_t>(in.copies * in.local_agents);
-  MARLSCHED_CHECK(chosen_.size() == rows, "the behaviour policy gave a wrong number of actions");
+Decisions BehaviourLearner::act(const PolicyInput& in) {
   // A sampling learner's own log π of what it chose, the only law it exposes.
   const bool own = learner_ && law_ == ActionLaw::kUnknown && epsilon_ == 0.0;
-  MARLSCHED_CHECK(!own || learner_->last_log_probs().size() == rows,
-                  "the learner gave no log-probabilities");
+  std::vector<float> own_logp;
+  if (own) {
+    auto* learner = dynamic_cast<Learner*>(policy_.get());
+    MARLSCHED_CHECK(learner == learner_, "the behaviour's learner is not its policy");
+    Decisions d = learner->act(in);
+    chosen_ = std::move(d.actions);
+    own_logp = std::move(d.log_probs);
+  } else {
+    policy_->act(in, chosen_);
+  }
+  const auto rows = static_cast<std::size_t>(in.copies * in.local_agents);
+  MARLSCHED_CHECK(chosen_.size() == rows, "the behaviour policy gave a wrong number of actions");
+  MARLSCHED_CHECK(!own || own_logp.size() == rows, "the learner gave no log-probabilities");
+  Decisions out;
+  auto& actions = out.actions;
+  auto& logp = out.log_probs;
   actions.resize(rows);
-  logp_.resize(rows);
-  values_.assign(rows, static_cast<float>(kNaN));
+  logp.resize(rows);
+  out.values.assign(rows, static_cast<float>(kNaN));
   for (std::size_t r = 0; r < rows; ++r) {
     const int c = static_cast<int>(r) / in.local_agents;
     const int agent = in.first_agent + static_cast<int>(r) % in.local_agents;
@@ -70,10 +81,11 @@ void BehaviourLearner::act(const PolicyInput& in, std::vector<int>& actions) {
     if (epsilon_ > 0 && in.draw(c, agent, kBehaviourCoinStream) < epsilon_)
       a = in.draw_below(c, agent, kBehaviourActionStream, num_actions_);
     actions[r] = a;
-    logp_[r] =
-        own ? learner_->last_log_probs()[r]
+    logp[r] =
+        own ? own_logp[r]
             : static_cast<float>(behaviour_log_prob(law_, a, chosen_[r], epsilon_, num_actions_));
   }
+  return out;
 }
 
 UpdateStats BehaviourLearner::update(const PolicyInput&) {

@@ -31,12 +31,12 @@ class BehaviourLearner final : public Learner {
                    double epsilon, int num_actions);
 
   std::string name() const override;
-  void act(const PolicyInput& in, std::vector<int>& actions) override;
+  using Learner::act;
+  /// The behaviour's actions and their log-probabilities; values NaN.
+  Decisions act(const PolicyInput& in) override;
   ActionLaw action_law() const override;
   void set_training(bool) override {}
   void set_deterministic(bool) override {}
-  const std::vector<float>& last_log_probs() const override { return logp_; }
-  const std::vector<float>& last_values() const override { return values_; }
   void record(const StepFeedback&) override {}
   UpdateStats update(const PolicyInput&) override;
   const std::vector<StatName>& stat_names() const override { return stats_; }
@@ -57,7 +57,6 @@ class BehaviourLearner final : public Learner {
   double epsilon_;
   int num_actions_;
   std::vector<int> chosen_;
-  std::vector<float> logp_, values_;
   std::vector<StatName> stats_;
 };
 

@@ -292,10 +292,10 @@ class Rollout {
     for (int t = 0; t < steps; ++t) {
       maybe_inject_fault(world_.comm().rank(), it, t);
       const double a0 = now();
-      agent_.act(world_.policy_input(), actions_);
+      const Decisions d = agent_.act(world_.policy_input());
       times.act += now() - a0;
-      traj_.before_step(world_, it, actions_, agent_);
-      world_.step(actions_);
+      traj_.before_step(world_, it, d);
+      world_.step(d.actions);
       check_env_finite(world_, spec_, it, t);
       for (int c = 0; c < e; ++c) {
         double total = 0;
@@ -336,7 +336,6 @@ class Rollout {
   bool team_targets_;
   std::vector<double>& returns_;
   StepFeedback fb_;
-  std::vector<int> actions_;
 };
 
 /// An iteration's figures from its rollout and update: per slot, each component summed over

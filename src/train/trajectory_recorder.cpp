@@ -41,8 +41,7 @@ void TrajectoryRecorder::local_obs(const World& world, const GlobalObs& g, int c
               static_cast<std::size_t>(k * d) * sizeof(float));
 }
 
-void TrajectoryRecorder::before_step(const World& world, int iteration,
-                                     const std::vector<int>& actions, const Learner& learner) {
+void TrajectoryRecorder::before_step(const World& world, int iteration, const Decisions& d) {
   if (!writer_) return;
   const double t0 = now();
   const int e = world.copies();
@@ -53,9 +52,9 @@ void TrajectoryRecorder::before_step(const World& world, int iteration,
         static_cast<std::int64_t>(world.episode_index(c)) * e + c;
     step_.episode_steps[static_cast<std::size_t>(c)] = world.episode_step(c);
   }
-  step_.actions.assign(actions.begin(), actions.end());
-  step_.log_probs = learner.last_log_probs();
-  step_.values = learner.last_values();
+  step_.actions.assign(d.actions.begin(), d.actions.end());
+  step_.log_probs = d.log_probs;
+  step_.values = d.values;
   seconds_ += now() - t0;
 }
 

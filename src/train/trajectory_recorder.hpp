@@ -31,10 +31,9 @@ class TrajectoryRecorder {
                      const std::string& run_dir, const TrajMeta& meta, int last_iteration,
                      int compute_threads, Resume from);
 
-  /// Before World::step: the observations the agents act on, their actions and the learner's
-  /// log-probabilities and values.
-  void before_step(const World& world, int iteration, const std::vector<int>& actions,
-                   const Learner& learner);
+  /// Before World::step: the observations the agents act on, and the learner's decisions on
+  /// them (actions, log-probabilities, values).
+  void before_step(const World& world, int iteration, const Decisions& d);
   /// After World::step: rewards, components, episode ends and next observations; buffers the
   /// step.
   void after_step(const World& world);

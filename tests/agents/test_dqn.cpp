@@ -55,11 +55,10 @@ TEST_P(DqnTargets, LearnsAContextualBanditAndAnnealsEpsilon) {
   }
   q.set_training(false);
   q.set_deterministic(true);
-  std::vector<int> a;
   b.obs[0] = -1.f;
-  q.act(b.input(), a);
-  EXPECT_EQ(a[0], 2);
-  EXPECT_NEAR(std::exp(q.last_log_probs()[0]), 1.0, 1e-6);
+  const Decisions d = q.act(b.input());
+  EXPECT_EQ(d.actions[0], 2);
+  EXPECT_NEAR(std::exp(d.log_probs[0]), 1.0, 1e-6);
 }
 
 TEST(Dqn, SaveLoadContinuesExactlyAndChecksTheLayout) {

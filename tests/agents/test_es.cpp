@@ -83,8 +83,9 @@ TEST(Es, LearnsAContextualBanditFromAntitheticPairs) {
   EXPECT_EQ(greedy(l, b, 1.f), 1);
   EXPECT_EQ(greedy(l, b, -1.f), 2);
   // Deterministic: log-probabilities are 0, and there is no value estimate.
-  EXPECT_EQ(l.last_log_probs()[0], 0.f);
-  EXPECT_TRUE(std::isnan(l.last_values()[0]));
+  const Decisions d = l.act(b.input());
+  EXPECT_EQ(d.log_probs[0], 0.f);
+  EXPECT_TRUE(std::isnan(d.values[0]));
 }
 
 TEST(Es, AnMlpPolicyLearnsItToo) {

@@ -68,10 +68,8 @@ std::vector<Case> expected(const std::vector<std::pair<Mappo*, int>>& owners, in
     in.global = {g};
     in.episode_step = {0};
     in.local_agents = k;
-    std::vector<int> actions;
     learner->set_training(true);
-    learner->act(in, actions);
-    c.value = learner->last_values()[static_cast<std::size_t>(local)];
+    c.value = learner->act(in).values[static_cast<std::size_t>(local)];
     out.push_back(std::move(c));
   }
   return out;

@@ -177,10 +177,8 @@ namespace {
 /// The critic's value of local agent `kk` for one global observation (a training-mode act()).
 float value_of(Mappo& m, const EnvSpec& spec, std::vector<float>& obs, int n, int kk) {
   const PolicyInput in = test::one_copy_input(spec, obs, n);
-  std::vector<int> a;
   m.set_training(true);
-  m.act(in, a);
-  return m.last_values()[static_cast<std::size_t>(kk)];
+  return m.act(in).values[static_cast<std::size_t>(kk)];
 }
 }  // namespace
 

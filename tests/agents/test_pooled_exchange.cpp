@@ -65,10 +65,10 @@ PolicyInput input_of(const EnvSpec& spec, Globals& g, int first, int k) {
 }
 
 /// The values of `split` (agents first .. first+k-1) equal those `whole` gives the same agents.
-void expect_same_values(const Mappo& split, const Mappo& whole, int first, int k,
+void expect_same_values(const Decisions& split, const Decisions& whole, int first, int k,
                         const char* when) {
-  const auto& vs = split.last_values();
-  const auto& vw = whole.last_values();
+  const auto& vs = split.values;
+  const auto& vw = whole.values;
   ASSERT_EQ(vs.size(), static_cast<std::size_t>(kCopies * k));
   ASSERT_EQ(vw.size(), static_cast<std::size_t>(kCopies * kAgents));
   for (int c = 0; c < kCopies; ++c)
@@ -90,7 +90,6 @@ void expect_split_equals_whole(const EnvSpec& spec, const MappoConfig& cfg) {
   Mappo split(cfg, spec, world, kAgents, first, k, kCopies, 5);
   Mappo whole(cfg, spec, self, kAgents, 0, kAgents, kCopies, 5);
   std::mt19937 gen(17);
-  std::vector<int> a;
   StepFeedback fs, fw;  // the split learner's feedback (its agents) and the whole one's
   fs.reward.resize(static_cast<std::size_t>(kCopies * k));
   fw.reward.resize(static_cast<std::size_t>(kCopies * kAgents));
@@ -103,10 +102,9 @@ void expect_split_equals_whole(const EnvSpec& spec, const MappoConfig& cfg) {
     auto in_s = input_of(spec, g, first, k), in_w = input_of(spec, g, 0, kAgents);
     split.set_training(true);
     whole.set_training(true);
-    split.act(in_s, a);
-    whole.act(in_w, a);
-    expect_same_values(split, whole, first, k, "rollout");
-    if (t == 0) before = whole.last_values()[0];
+    const Decisions ds = split.act(in_s), dw = whole.act(in_w);
+    expect_same_values(ds, dw, first, k, "rollout");
+    if (t == 0) before = dw.values[0];
     // Rewards that do not depend on the (differently sampled) actions, so that both critics
     // see the same returns; copy 0 is truncated at step 3, which bootstraps from its terminal
     // observation (another pooled exchange inside record()).
@@ -137,14 +135,14 @@ void expect_split_equals_whole(const EnvSpec& spec, const MappoConfig& cfg) {
   Globals fresh = draw(gen);
   std::mt19937 again(17);  // the first step's observations, to compare with `before`
   Globals first_obs = draw(again);
+  Decisions dw;
   for (Globals* obs : {&fresh, &first_obs}) {
     auto in_s = input_of(spec, *obs, first, k), in_w = input_of(spec, *obs, 0, kAgents);
-    split.act(in_s, a);
-    whole.act(in_w, a);
-    expect_same_values(split, whole, first, k, "after the update");
+    const Decisions ds = split.act(in_s);
+    dw = whole.act(in_w);
+    expect_same_values(ds, dw, first, k, "after the update");
   }
-  EXPECT_GT(std::abs(whole.last_values()[0] - before), 1e-3)
-      << "the update did not move the critic";
+  EXPECT_GT(std::abs(dw.values[0] - before), 1e-3) << "the update did not move the critic";
 }
 
 }  // namespace

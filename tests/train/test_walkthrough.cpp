@@ -176,11 +176,15 @@ class Tally final : public Learner {
  public:
   Tally(const TallyConfig& cfg, const dist::Comm& comm) : cfg_(cfg), comm_(comm) {}
   std::string name() const override { return "tally"; }
-  void act(const PolicyInput& in, std::vector<int>& actions) override {
+  using Learner::act;
+  Decisions act(const PolicyInput& in) override {
     const auto rows = static_cast<std::size_t>(in.copies * in.local_agents);
+    Decisions out;
+    auto& actions = out.actions;
     actions.assign(rows, 0);
+    out.log_probs.assign(rows, 0.f);  // (a simplification: the walk-through records none)
+    out.values.assign(rows, 0.f);
     seen_.assign(rows, 0);
-    zeros_.assign(rows, 0.f);
     for (int c = 0; c < in.copies; ++c)
       for (int k = 0; k < in.local_agents; ++k) {
         const int agent = in.first_agent + k;
@@ -192,11 +196,10 @@ class Tally final : public Learner {
                              : (mean(seen, 1) > mean(seen, 0) ? 1 : 0);
       }
     acted_ = actions;
+    return out;
   }
   void set_training(bool t) override { training_ = t; }
   void set_deterministic(bool) override {}
-  const std::vector<float>& last_log_probs() const override { return zeros_; }
-  const std::vector<float>& last_values() const override { return zeros_; }
   void record(const StepFeedback& fb) override {
     for (std::size_t r = 0; r < acted_.size(); ++r) {
       const auto cell = static_cast<std::size_t>(2 * seen_[r] + acted_[r]);
@@ -251,7 +254,6 @@ class Tally final : public Learner {
   bool training_ = true;
   std::array<double, 8> table_{}, pending_{};  // reward sums, then counts, of (seen, action)
   std::vector<int> seen_, acted_;
-  std::vector<float> zeros_;
 };
 
 // 3. The row: what differs from LearnerFamily's defaults (a shared table, each agent's own
