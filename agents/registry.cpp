@@ -8,7 +8,6 @@
 #include "agents/nn.hpp"
 #include "agents/offline/offline.hpp"
 #include "core/error.hpp"
-#include "envs/baselines.hpp"
 
 namespace marlsched {
 
@@ -189,6 +188,10 @@ bool LearnerConfigs::shared(const std::string& algo) const {
   return entry(algo).shared(*this);
 }
 
+std::vector<NamedBaseline> LearnerConfigs::baselines(const std::string& algo) const {
+  return entry(algo).baselines(*this);
+}
+
 std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConfigs& cfg,
                                       const LearnerLayout& layout) {
   cfg.validate(algo);
@@ -198,18 +201,23 @@ std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConf
 std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConfigs& cfg,
                                       const EnvSpec& spec, const dist::Comm& comm, int num_agents,
                                       int first_agent, int local_agents, int copies,
-                                      std::uint64_t seed) {
+                                      std::uint64_t seed, BaselineMaker baselines) {
   return make_learner(algo, cfg,
-                      {&spec, &comm, num_agents, first_agent, local_agents, copies, seed, false});
+                      {&spec, &comm, num_agents, first_agent, local_agents, copies, seed, false,
+                       std::move(baselines)});
 }
 
 LearnerRecipe learner_recipe(const std::string& algo, const LearnerConfigs& cfg,
-                             const EnvSpec& spec) {
+                             const EnvSpec& spec, BaselineMaker baselines) {
   cfg.validate(algo);
   LearnerRecipe r;
   r.rollout_steps = cfg.rollout_steps(algo, spec);
   r.team_reward = cfg.team_reward(algo);
-  r.make = [algo, cfg](const LearnerLayout& l) { return make_learner(algo, cfg, l); };
+  r.make = [algo, cfg, baselines](const LearnerLayout& layout) {
+    LearnerLayout l = layout;
+    l.baselines = baselines;
+    return make_learner(algo, cfg, l);
+  };
   return r;
 }
 

@@ -39,6 +39,11 @@ class OptionsOf final : public LearnerOptions {
   }
 };
 
+/// An env baseline a learner's options name: the option (e.g. "--imitate") and the name.
+struct NamedBaseline {
+  std::string option, name;
+};
+
 /// Options of every registered learner: one object per options group of the table (in the
 /// order the rows first name them, which is the order of --help and config keys), and --device.
 class LearnerConfigs {
@@ -94,6 +99,8 @@ class LearnerConfigs {
   double team_reward(const std::string& algo) const;
   /// Whether the named learner keeps one network for all agents (else one per agent).
   bool shared(const std::string& algo) const;
+  /// The env baselines the named learner's options name (LearnerFamily::baselines).
+  std::vector<NamedBaseline> baselines(const std::string& algo) const;
 
  private:
   std::vector<std::unique_ptr<LearnerOptions>> groups_;
@@ -149,6 +156,9 @@ class LearnerFamily {
   virtual bool warm_starts() const { return false; }
   virtual void check_init(const LearnerConfigs&, const EnvSpec&, int num_agents, int local_agents,
                           const std::string& model) const;
+  /// The env baselines it will ask LearnerLayout::baselines for (a teacher, a base), each with
+  /// the option that names it, so that the layer that knows the env checks them before a run.
+  virtual std::vector<NamedBaseline> baselines(const LearnerConfigs&) const { return {}; }
 };
 
 /// Adds a row (before any LearnerConfigs is made or options are bound); ConfigError if the name
@@ -175,16 +185,18 @@ std::string learner_description(const std::string& algo);
 /// Builds the named learner for this rank's layout; throws ConfigError for an unknown name.
 std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConfigs& cfg,
                                       const LearnerLayout& layout);
-/// The same for a layout given part by part (the team reward over all agents).
+/// The same for a layout given part by part (the team reward over all agents; `baselines`: the
+/// env's, for a learner whose options name one).
 std::unique_ptr<Learner> make_learner(const std::string& algo, const LearnerConfigs& cfg,
                                       const EnvSpec& spec, const dist::Comm& comm, int num_agents,
                                       int first_agent, int local_agents, int copies,
-                                      std::uint64_t seed);
+                                      std::uint64_t seed, BaselineMaker baselines = {});
 
-/// The named learner as the trainer takes it (core/learner.hpp): its builder, rollout length in
-/// an env of this spec and team-reward β. Validates the learner's options first.
+/// The named learner as the trainer takes it (core/learner.hpp): its builder (handing it
+/// `baselines`), rollout length in an env of this spec and team-reward β. Validates the
+/// learner's options first.
 LearnerRecipe learner_recipe(const std::string& algo, const LearnerConfigs& cfg,
-                             const EnvSpec& spec);
+                             const EnvSpec& spec, BaselineMaker baselines = {});
 
 /// Writes the learners of every training rank (made by make_learner with `algo`) as one
 /// TorchScript policy; `with_critic` adds MAPPO's critic (other learners have none: error).

@@ -22,6 +22,12 @@ const std::vector<std::string>& heuristic_names(const std::string& env) {
   return none;
 }
 
+BaselineMaker baseline_maker(const EnvSpec& spec) {
+  return [&spec](const std::string& name, std::uint64_t seed) {
+    return make_heuristic(name, spec, seed);
+  };
+}
+
 std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
                                        std::uint64_t seed) {
   // Each set's maker reads its names, parameters included ("wait-awhile:0.1"), and returns null

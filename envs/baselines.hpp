@@ -60,6 +60,9 @@ const std::vector<std::string>& heuristic_names(const std::string& env = "");
 /// rank count.
 std::unique_ptr<Policy> make_heuristic(const std::string& name, const EnvSpec& spec,
                                        std::uint64_t seed);
+/// make_heuristic for the env of `spec` (which must outlive it), as the layer that assembles
+/// runs hands it to learners (a teacher, a residual's base).
+BaselineMaker baseline_maker(const EnvSpec& spec);
 /// The env's feasible hindsight schedule (EnvEntry::hindsight_schedule), or null when it has none.
 std::unique_ptr<Policy> make_hindsight_schedule(const EnvSpec& spec);
 

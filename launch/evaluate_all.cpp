@@ -20,7 +20,7 @@ std::unique_ptr<Policy> make_learned_policy(const RunConfig& run, const LearnerC
     return load_exported_policy(learned.exported, spec, n, deterministic);
   MARLSCHED_CHECK(!learned.empty(), "no learned policy named");
   auto agent = make_learner(run.algo, learners, spec, comm, n, run.agents_per_rank * comm.rank(),
-                            run.agents_per_rank, run.envs_per_rank, run.seed);
+                            run.agents_per_rank, run.envs_per_rank, run.seed, baseline_maker(spec));
   agent->load(learned.run_dir.empty() ? learned.checkpoint + "/" + ckpt_model_file(comm.rank())
                                       : model_path(learned.run_dir, comm.rank()));
   agent->set_training(false);

@@ -71,6 +71,8 @@ Prepared prepare(Command& cmd, const dist::Comm& comm, bool needs_learner,
   check_memory(cmd.run, p.factory->spec(), comm.size());
   if (needs_learner) {
     cmd.learners.check_env(cmd.run.algo, p.factory->spec());
+    for (const auto& b : cmd.learners.baselines(cmd.run.algo))
+      make_heuristic(b.name, p.factory->spec(), 0);  // ConfigError for a name the env lacks
     check_env(cmd.run, p.factory->spec());
   }
   return p;

@@ -146,7 +146,9 @@ class TrainCommand : public RunCommand {
       std::cerr << "marlsched: resuming from " << resume_.checkpoint << "\n";
     comm.barrier();
     const auto summary =
-        train(cmd_.run, learner_recipe(cmd_.run.algo, cmd_.learners, prep_.factory->spec()),
+        train(cmd_.run,
+              learner_recipe(cmd_.run.algo, cmd_.learners, prep_.factory->spec(),
+                             baseline_maker(prep_.factory->spec())),
               *prep_.factory, comm, config_record(cmd_, prep_.input_notes), resume_.checkpoint);
     if (summary.stop_signal != 0) return kExitRequeue;
     // A stop signal during the last iteration: training is complete, evaluation is skipped.

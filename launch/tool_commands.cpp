@@ -64,7 +64,7 @@ void export_policy(const std::string& run_dir, const std::string& out, bool with
   for (int r = 0; r < ranks; ++r) {
     // The run's env copies per rank: a learner that keeps per-copy state (tsdqn) checks it.
     learners.push_back(make_learner(cmd.run.algo, cmd.learners, spec, self, n, r * k, k,
-                                    cmd.run.envs_per_rank, cmd.run.seed));
+                                    cmd.run.envs_per_rank, cmd.run.seed, baseline_maker(spec)));
     learners.back()->load(model_path(run_dir, r));
     view.push_back(learners.back().get());
   }

@@ -23,7 +23,7 @@ ALLOWED = {
     "src/io": {"core", "dist", "io"},
     "src/train": {"core", "dist", "io", "train"},
     "envs": {"core", "envs"},
-    "agents": {"core", "dist", "io", "rollout", "envs", "agents"},
+    "agents": {"core", "dist", "io", "rollout", "agents"},
     "launch": set(FRAMEWORK) | set(PLUGINS),
     "python": set(FRAMEWORK) | set(PLUGINS),
     "bench": set(FRAMEWORK) | set(PLUGINS),

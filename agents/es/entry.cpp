@@ -3,7 +3,6 @@
 
 #include "agents/es/es.hpp"
 #include "agents/registry.hpp"
-#include "envs/baselines.hpp"
 
 namespace marlsched::learners {
 
@@ -18,10 +17,14 @@ class EsFamily final : public LearnerFamily {
   std::vector<OptionsMaker> options() const override { return {options_of<EsConfig>()}; }
   void validate(const LearnerConfigs& c) const override { c.get<EsConfig>().validate(); }
   void check_env(const LearnerConfigs& c, const EnvSpec& spec) const override {
+    c.get<EsConfig>().check_env(spec);
+  }
+  std::vector<NamedBaseline> baselines(const LearnerConfigs& c) const override {
     const auto& es = c.get<EsConfig>();
-    es.check_env(spec);
-    if (!es.imitate.empty()) make_heuristic(es.imitate, spec, 0);  // a baseline of this env
-    if (!es.base.empty()) make_heuristic(es.base, spec, 0);
+    std::vector<NamedBaseline> v;
+    if (!es.imitate.empty()) v.push_back({"--es-imitate", es.imitate});
+    if (!es.base.empty()) v.push_back({"--es-base", es.base});
+    return v;
   }
   /// One whole episode per copy per iteration.
   int rollout_steps(const LearnerConfigs&, const EnvSpec& spec) const override {
@@ -45,7 +48,8 @@ class EsFamily final : public LearnerFamily {
   /// The maker of the env's baseline `name` (none if empty): --es-imitate's teacher, --es-base.
   static Es::TeacherMaker baseline(const std::string& name, const LearnerLayout& l) {
     if (name.empty()) return {};
-    return [name, spec = l.spec, seed = l.seed] { return make_heuristic(name, *spec, seed); };
+    MARLSCHED_CHECK(l.baselines, "es: no env baselines handed in for '" << name << "'");
+    return [name, make = l.baselines, seed = l.seed] { return make(name, seed); };
   }
 };
 

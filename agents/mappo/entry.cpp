@@ -36,7 +36,8 @@ class MappoFamily final : public LearnerFamily {
   bool shared(const LearnerConfigs& c) const override { return c.get<MappoConfig>().share_actor; }
   std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
     return std::make_unique<Mappo>(config(c.with_device<MappoConfig>()), *l.spec, *l.comm,
-                                   l.num_agents, l.first_agent, l.local_agents, l.copies, l.seed);
+                                   l.num_agents, l.first_agent, l.local_agents, l.copies, l.seed,
+                                   l.baselines);
   }
   void export_policy(const std::vector<const Learner*>& ranks, const std::string& path,
                      const std::string& metadata, bool with_critic) const override {
@@ -44,6 +45,13 @@ class MappoFamily final : public LearnerFamily {
   }
   int copy_group(const LearnerConfigs& c) const override {
     return c.get<MappoConfig>().common_episodes;
+  }
+  std::vector<NamedBaseline> baselines(const LearnerConfigs& c) const override {
+    const auto& m = c.get<MappoConfig>();
+    std::vector<NamedBaseline> v;
+    if (!m.imitate.empty()) v.push_back({"--imitate", m.imitate});
+    if (!m.base_policy.empty()) v.push_back({"--base-policy", m.base_policy});
+    return v;
   }
   bool warm_starts() const override { return true; }
   void check_init(const LearnerConfigs& c, const EnvSpec& spec, int n, int k,

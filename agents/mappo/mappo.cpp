@@ -5,9 +5,10 @@
 namespace marlsched {
 
 Mappo::Mappo(const MappoConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-             int first_agent, int local_agents, int copies, std::uint64_t seed)
+             int first_agent, int local_agents, int copies, std::uint64_t seed,
+             const BaselineMaker& baselines)
     : impl_(std::make_unique<Impl>(cfg, spec, comm, num_agents, first_agent, local_agents, copies,
-                                   seed)) {}
+                                   seed, baselines)) {}
 
 Mappo::~Mappo() = default;
 

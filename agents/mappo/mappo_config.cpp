@@ -2,7 +2,6 @@
 
 #include "agents/mappo/mappo.hpp"
 #include "core/error.hpp"
-#include "envs/baselines.hpp"
 
 namespace marlsched {
 
@@ -129,8 +128,6 @@ void MappoConfig::check_env(const EnvSpec& spec) const {
   MARLSCHED_REQUIRE(!critic_privileged || spec.privileged_dim() > 0,
                     "--critic-privileged needs an env with privileged fields (geodc); '"
                         << spec.name << "' has none");
-  if (!imitate.empty()) make_heuristic(imitate, spec, 0);  // a baseline of this env
-  if (!base_policy.empty()) make_heuristic(base_policy, spec, 0);
   MARLSCHED_REQUIRE(common_episodes == 1 || spec.episode_length > 0,
                     "--common-episodes " << common_episodes << " compares copies step by step "
                                          << "within one episode; env '" << spec.name

@@ -22,7 +22,6 @@
 #include "core/file.hpp"
 #include "core/rng.hpp"
 #include "dist/grad.hpp"
-#include "envs/baselines.hpp"
 #include "rollout/gae.hpp"
 #include "rollout/minibatch.hpp"
 #include "rollout/on_policy.hpp"
@@ -117,7 +116,8 @@ struct Mappo::Impl : nn::LearnerDims {
   std::vector<std::int64_t> last_act;
 
   Impl(const MappoConfig& cf, const EnvSpec& sp, const dist::Comm& cm, int num_agents,
-       int first_agent, int local_agents, int copies, std::uint64_t seed)
+       int first_agent, int local_agents, int copies, std::uint64_t seed,
+       const BaselineMaker& baselines)
       : nn::LearnerDims(sp, cm, cf.device, num_agents, first_agent, local_agents, copies),
         cfg(cf),
         spec(sp),
@@ -137,10 +137,10 @@ struct Mappo::Impl : nn::LearnerDims {
         shuffle_rng(
             derive_seed(seed, {0x5F1, pooled ? ~0ULL : static_cast<std::uint64_t>(cm.rank())})) {
     cfg.check_env(sp);
-    if (!cfg.imitate.empty())
-      teacher = make_heuristic(cfg.imitate, sp, derive_seed(seed, {0x7EAC}));
-    if (!cfg.base_policy.empty())
-      base = make_heuristic(cfg.base_policy, sp, derive_seed(seed, {0xBA5E}));
+    MARLSCHED_CHECK((cfg.imitate.empty() && cfg.base_policy.empty()) || baselines,
+                    "mappo: no env baselines handed in for --imitate or --base-policy");
+    if (!cfg.imitate.empty()) teacher = baselines(cfg.imitate, derive_seed(seed, {0x7EAC}));
+    if (!cfg.base_policy.empty()) base = baselines(cfg.base_policy, derive_seed(seed, {0xBA5E}));
     // Same torch seed on every rank: shared networks start identical (and are broadcast anyway).
     torch::manual_seed(derive_seed(seed, {0x1417}) & 0x7FFFFFFFFFFFULL);
     int n_actors = cfg.share_actor ? 1 : k;

@@ -21,8 +21,14 @@ class PolicyFromData final : public LearnerFamily {
     return {options_of<MappoConfig>(), options_of<OfflineConfig>()};
   }
   void validate(const LearnerConfigs& c) const override {
-    c.get<MappoConfig>().validate();
+    const auto& m = c.get<MappoConfig>();
+    m.validate();
     c.get<OfflineConfig>().validate();
+    // Options with no effect are refused: a dataset has no teacher, and the fitted actor acts
+    // alone.
+    MARLSCHED_REQUIRE(m.imitate.empty() && m.base_policy.empty(),
+                      name_ << " fits MAPPO's networks to --dataset; --imitate and --base-policy "
+                               "belong to online MAPPO");
   }
   void check_env(const LearnerConfigs& c, const EnvSpec& spec) const override {
     c.get<MappoConfig>().check_env(spec);

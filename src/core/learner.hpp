@@ -109,6 +109,9 @@ struct LearnerLayout {
   /// Online learners get their rewards mixed by the trainer; offline learners mix a dataset's
   /// rewards themselves and read it here.
   bool team_targets = false;
+  /// The env's baselines, for a learner that imitates one or acts over one (empty where the
+  /// run names none).
+  BaselineMaker baselines;
 };
 
 /// What the trainer needs of a learner it does not know by name: a way to build it once the

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,5 +97,11 @@ class Policy {
   /// decide, for a planner.
   virtual std::string note() const { return {}; }
 };
+
+/// Makes one of the env's baselines by name with a seed: what a learner that imitates a baseline
+/// or acts as a residual over one is handed by the layer that assembles runs (launch/), so that
+/// learners hold no env code. Throws ConfigError for a name the env lacks.
+using BaselineMaker =
+    std::function<std::unique_ptr<Policy>(const std::string& name, std::uint64_t seed)>;
 
 }  // namespace marlsched

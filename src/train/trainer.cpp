@@ -457,7 +457,7 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
   const int n = world.num_agents(), e = world.copies(), k = world.local_agents(),
             T = learner.rollout_steps;
   auto agent = learner.make(
-      {&spec, &comm, n, world.first_agent(), k, e, run.seed, run.team_scope == "targets"});
+      {&spec, &comm, n, world.first_agent(), k, e, run.seed, run.team_scope == "targets", {}});
   world.set_common_episodes(agent->common_episodes());
   world.set_privileged(agent->wants_privileged());
   world.set_every_shard(agent->needs_every_agent());

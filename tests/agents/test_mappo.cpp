@@ -291,7 +291,7 @@ TEST(Mappo, ImitatesATeacherHeuristicThenStops) {
   cfg.rollout_steps = 32;
   cfg.imitate = "least-loaded";
   cfg.imitate_iterations = 60;
-  Mappo m(cfg, spec, comm, 4, 0, 4, 1, 7);
+  Mappo m(cfg, spec, comm, 4, 0, 4, 1, 7, baseline_maker(spec));
   const int d = spec.obs_dim(), free = spec.obs_index("free_gpu_frac");
   std::vector<float> obs(static_cast<std::size_t>(4 * d), 0.f);
   Rng rng(5);
@@ -329,7 +329,7 @@ TEST(Mappo, ImitatesATeacherHeuristicThenStops) {
       EXPECT_DOUBLE_EQ(m.imitation_weight(), 0.5);
       const std::string path = ::testing::TempDir() + "imitating.pt";
       m.save(path);
-      Mappo r(cfg, spec, comm, 4, 0, 4, 1, 8);
+      Mappo r(cfg, spec, comm, 4, 0, 4, 1, 8, baseline_maker(spec));
       r.load(path);
       EXPECT_DOUBLE_EQ(r.imitation_weight(), 0.5);
     }
@@ -348,10 +348,15 @@ TEST(Mappo, ImitatesATeacherHeuristicThenStops) {
   EXPECT_GT(after, 0.7) << "the greedy policy does not follow the teacher (" << before
                         << " before imitation)";
 
+  // The teacher is the env's: the learner names it (the launch layer checks it against the env)
+  // and is handed the env's baselines.
+  LearnerConfigs named;
+  named.get<MappoConfig>() = cfg;
+  ASSERT_EQ(named.baselines("mappo").size(), 1u);
+  EXPECT_EQ(named.baselines("mappo")[0].option, "--imitate");
+  EXPECT_EQ(named.baselines("mappo")[0].name, "least-loaded");
+  EXPECT_THROW(Mappo(cfg, spec, comm, 4, 0, 4, 1, 7), Error);  // an internal fault
   MappoConfig bad = cfg;
-  bad.imitate = "no-such-rule";
-  EXPECT_THROW(bad.check_env(spec), ConfigError);
-  bad.imitate = "least-loaded";
   bad.imitate_iterations = 0;
   EXPECT_THROW(bad.validate(), ConfigError);
 }
@@ -367,7 +372,7 @@ TEST(Mappo, DepartsFromABasePolicyWhereAnotherActionPays) {
   cfg.lr_actor = 3e-3;
   cfg.rollout_steps = 32;
   cfg.base_policy = "local-only";
-  Mappo m(cfg, spec, comm, 4, 0, 4, 1, 7);
+  Mappo m(cfg, spec, comm, 4, 0, 4, 1, 7, baseline_maker(spec));
   const int d = spec.obs_dim(), free = spec.obs_index("free_gpu_frac");
   std::vector<float> obs(static_cast<std::size_t>(4 * d), 0.f);
   for (int s = 0; s < 4; ++s) obs[static_cast<std::size_t>(s * d + free)] = 0.5f;
@@ -404,23 +409,24 @@ TEST(Mappo, DepartsFromABasePolicyWhereAnotherActionPays) {
   EXPECT_EQ(greedy(), want);
   const auto dir = test::temp_dir("mappo-base");
   m.save(dir + "/m.pt");
-  Mappo same(cfg, spec, comm, 4, 0, 4, 1, 8);
+  Mappo same(cfg, spec, comm, 4, 0, 4, 1, 8, baseline_maker(spec));
   same.load(dir + "/m.pt");
   EXPECT_EQ(same.shared_parameter_digest(), m.shared_parameter_digest());
   MappoConfig none = cfg, other = cfg;
   none.base_policy.clear();
   other.base_margin = 1.0;
   for (const MappoConfig& c : {none, other}) {
-    Mappo o(c, spec, comm, 4, 0, 4, 1, 8);
+    Mappo o(c, spec, comm, 4, 0, 4, 1, 8, baseline_maker(spec));
     EXPECT_THROW(o.load(dir + "/m.pt"), ConfigError) << c.base_policy << " " << c.base_margin;
   }
   EXPECT_THROW(export_learners("mappo", {&m}, dir + "/policy.pt", "{}", false), ConfigError);
   MappoConfig bad = cfg;
   bad.base_margin = 0.0;
   EXPECT_THROW(bad.validate(), ConfigError);
-  bad = cfg;
-  bad.base_policy = "no-such-rule";
-  EXPECT_THROW(bad.check_env(spec), ConfigError);
+  LearnerConfigs named;
+  named.get<MappoConfig>() = cfg;
+  ASSERT_EQ(named.baselines("ippo").size(), 1u);
+  EXPECT_EQ(named.baselines("ippo")[0].option, "--base-policy");
 }
 
 TEST(Mappo, PrivilegedCriticSeesTheEpisodesLuckWhichTheActorNeverReads) {
