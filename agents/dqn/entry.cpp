@@ -1,14 +1,13 @@
 /// \file entry.cpp
 /// DQN's row of the learner table (agents/dqn, the --dqn options group).
 
-#include "agents/dqn/dqn.hpp"
-#include "agents/registry.hpp"
+#include "agents/dqn/family.hpp"
 
 namespace marlsched::learners {
 
 namespace {
 
-class DqnFamily final : public LearnerFamily {
+class DqnFamily final : public OnDqnNetworks {
  public:
   std::string name() const override { return "dqn"; }
   std::string description() const override {
@@ -16,13 +15,6 @@ class DqnFamily final : public LearnerFamily {
   }
   std::vector<OptionsMaker> options() const override { return {options_of<DqnConfig>()}; }
   void validate(const LearnerConfigs& c) const override { c.get<DqnConfig>().validate(); }
-  int rollout_steps(const LearnerConfigs& c, const EnvSpec&) const override {
-    return c.get<DqnConfig>().rollout_steps;
-  }
-  double team_reward(const LearnerConfigs& c) const override {
-    return c.get<DqnConfig>().team_reward;
-  }
-  bool shared(const LearnerConfigs& c) const override { return c.get<DqnConfig>().share; }
   std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
     return std::make_unique<Dqn>(c.with_device<DqnConfig>(), *l.spec, *l.comm, l.num_agents,
                                  l.first_agent, l.local_agents, l.copies, l.seed);

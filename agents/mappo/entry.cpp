@@ -2,14 +2,13 @@
 /// MAPPO's and IPPO's rows of the learner table: one learner (agents/mappo), the --mappo options
 /// group; IPPO is MAPPO with each agent's critic reading only its own actor's input.
 
-#include "agents/mappo/mappo.hpp"
-#include "agents/registry.hpp"
+#include "agents/mappo/family.hpp"
 
 namespace marlsched::learners {
 
 namespace {
 
-class MappoFamily final : public LearnerFamily {
+class MappoFamily final : public OnMappoNetworks {
  public:
   MappoFamily(std::string name, bool central_critic, std::string description)
       : name_(std::move(name)), description_(std::move(description)), central_(central_critic) {}
@@ -24,16 +23,6 @@ class MappoFamily final : public LearnerFamily {
                                   << ": IPPO's critics are decentralized (each sees its own "
                                      "actor's input); use --algo mappo");
   }
-  void check_env(const LearnerConfigs& c, const EnvSpec& spec) const override {
-    c.get<MappoConfig>().check_env(spec);
-  }
-  int rollout_steps(const LearnerConfigs& c, const EnvSpec&) const override {
-    return c.get<MappoConfig>().rollout_steps;
-  }
-  double team_reward(const LearnerConfigs& c) const override {
-    return c.get<MappoConfig>().team_reward;
-  }
-  bool shared(const LearnerConfigs& c) const override { return c.get<MappoConfig>().share_actor; }
   std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
     return std::make_unique<Mappo>(config(c.with_device<MappoConfig>()), *l.spec, *l.comm,
                                    l.num_agents, l.first_agent, l.local_agents, l.copies, l.seed,

@@ -3,15 +3,16 @@
 /// --mappo options shape them), cql DQN's (the --dqn options); the offline options name the
 /// dataset.
 
+#include "agents/dqn/family.hpp"
+#include "agents/mappo/family.hpp"
 #include "agents/offline/offline.hpp"
-#include "agents/registry.hpp"
 
 namespace marlsched::learners {
 
 namespace {
 
 /// bc and awr: MAPPO's actor (and awr's critic) fitted to a dataset.
-class PolicyFromData final : public LearnerFamily {
+class PolicyFromData final : public OnMappoNetworks {
  public:
   PolicyFromData(std::string name, OfflineMethod method, std::string description)
       : name_(std::move(name)), description_(std::move(description)), method_(method) {}
@@ -30,16 +31,6 @@ class PolicyFromData final : public LearnerFamily {
                       name_ << " fits MAPPO's networks to --dataset; --imitate and --base-policy "
                                "belong to online MAPPO");
   }
-  void check_env(const LearnerConfigs& c, const EnvSpec& spec) const override {
-    c.get<MappoConfig>().check_env(spec);
-  }
-  int rollout_steps(const LearnerConfigs& c, const EnvSpec&) const override {
-    return c.get<MappoConfig>().rollout_steps;
-  }
-  double team_reward(const LearnerConfigs& c) const override {
-    return c.get<MappoConfig>().team_reward;
-  }
-  bool shared(const LearnerConfigs& c) const override { return c.get<MappoConfig>().share_actor; }
   std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
     return std::make_unique<OfflineLearner>(
         method_, c.get<OfflineConfig>(), c.with_device<MappoConfig>(), *l.spec, *l.comm,
@@ -68,7 +59,7 @@ class PolicyFromData final : public LearnerFamily {
 };
 
 /// cql: DQN's Q-networks fitted to a dataset by conservative Q-learning.
-class CqlFamily final : public LearnerFamily {
+class CqlFamily final : public OnDqnNetworks {
  public:
   std::string name() const override { return "cql"; }
   std::string description() const override {
@@ -82,13 +73,6 @@ class CqlFamily final : public LearnerFamily {
     c.get<DqnConfig>().validate();
     c.get<OfflineConfig>().validate();
   }
-  int rollout_steps(const LearnerConfigs& c, const EnvSpec&) const override {
-    return c.get<DqnConfig>().rollout_steps;
-  }
-  double team_reward(const LearnerConfigs& c) const override {
-    return c.get<DqnConfig>().team_reward;
-  }
-  bool shared(const LearnerConfigs& c) const override { return c.get<DqnConfig>().share; }
   std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
     return std::make_unique<CqlLearner>(c.get<OfflineConfig>(), c.with_device<DqnConfig>(), *l.spec,
                                         *l.comm, l.num_agents, l.first_agent, l.local_agents,

@@ -2,14 +2,14 @@
 /// The two-timescale DQN's row of the learner table (agents/tsdqn): its --ts options group and
 /// DQN's, which configures its short head.
 
-#include "agents/registry.hpp"
+#include "agents/dqn/family.hpp"
 #include "agents/tsdqn/tsdqn.hpp"
 
 namespace marlsched::learners {
 
 namespace {
 
-class TsdqnFamily final : public LearnerFamily {
+class TsdqnFamily final : public OnDqnNetworks {
  public:
   std::string name() const override { return "tsdqn"; }
   std::string description() const override {
@@ -26,13 +26,6 @@ class TsdqnFamily final : public LearnerFamily {
     check_tsdqn_env(spec);
     c.get<TsdqnConfig>().short_subset(spec);
   }
-  int rollout_steps(const LearnerConfigs& c, const EnvSpec&) const override {
-    return c.get<DqnConfig>().rollout_steps;
-  }
-  double team_reward(const LearnerConfigs& c) const override {
-    return c.get<DqnConfig>().team_reward;
-  }
-  bool shared(const LearnerConfigs& c) const override { return c.get<DqnConfig>().share; }
   std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
     return std::make_unique<TwoTimescaleDqn>(c.get<TsdqnConfig>(), c.with_device<DqnConfig>(),
                                              *l.spec, *l.comm, l.num_agents, l.first_agent,
