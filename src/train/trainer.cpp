@@ -353,12 +353,20 @@ IterationRecord figures(const EnvSpec& spec, int n, double slots, const RolloutT
   return r;
 }
 
-/// This rank's seconds in the iteration that began at `it0`, when the world's and the loop's
-/// clocks read `before` and `loop_before`.
-void add_timings(IterationRecord& r, double it0, const StepTimes& before,
-                 const LoopTimes& loop_before, const StepTimes& w, const LoopTimes& loop,
-                 double max_rss) {
-  r.wall_s = now() - it0;
+/// The clocks at the start of an iteration: wall, the world's and the loop's.
+struct IterationClock {
+  double it0;
+  StepTimes before;
+  LoopTimes loop_before;
+};
+
+/// This rank's seconds in the iteration that began at `clock`, now that the world's and the
+/// loop's clocks read `w` and `loop`.
+void add_timings(IterationRecord& r, const IterationClock& clock, const StepTimes& w,
+                 const LoopTimes& loop, double max_rss) {
+  const StepTimes& before = clock.before;
+  const LoopTimes& loop_before = clock.loop_before;
+  r.wall_s = now() - clock.it0;
   r.env_s = w.env - before.env;
   r.exchange_s = w.exchange - before.exchange;
   r.gather_s = w.gather - before.gather;
@@ -367,6 +375,51 @@ void add_timings(IterationRecord& r, double it0, const StepTimes& before,
   r.allreduce_s = loop.allreduce - loop_before.allreduce;
   r.log_s = loop.log - loop_before.log;
   r.max_rss_mib = max_rss;
+}
+
+/// The update with its guards: a heartbeat for the hang watchdog, the finiteness check of its
+/// statistics (rank 0), and its time.
+UpdateStats guarded_update(Learner& agent, const World& world, const std::string& algo, int it,
+                           bool root, LoopTimes& times) {
+  const double u0 = now();
+  dist::heartbeat("update");
+  UpdateStats us = agent.update(world.policy_input());
+  maybe_poison_stats(it, us);
+  if (root) check_update_finite(us, agent.stat_names(), algo, it);
+  times.update += now() - u0 - us.time_allreduce;
+  times.allreduce += us.time_allreduce;
+  return us;
+}
+
+/// What the ranks agree on after each update, in one tiny max-allreduce: a stop request
+/// (Slurm's warning signal, SIGTERM, SIGINT) on any rank stops every rank after this same
+/// update (none is taken after the last iteration), and the largest resident set.
+struct Agreement {
+  int stop_signal = 0;
+  double max_rss_mib = 0;
+};
+Agreement agree(const dist::Comm& comm, bool last_iteration) {
+  double v[2] = {last_iteration ? 0.0 : static_cast<double>(stop_requested()), rss_mib()};
+  comm.allreduce_max(v, 2);
+  return {static_cast<int>(v[0]), v[1]};
+}
+
+/// Collective: an error unless every rank holds the same shared parameters.
+void require_identical(const Learner& agent, int it, TrainSummary& sum) {
+  const bool same = agent.shared_parameters_identical();
+  sum.parameters_identical = sum.parameters_identical && same;
+  if (!same) MARLSCHED_THROW(Error, "shared parameters diverged across ranks at iteration " << it);
+}
+
+/// Ends the loop on a stop signal after iteration `it`'s checkpoint: the summary, and rank 0's
+/// line on how to continue.
+void stop_after(int it, int signal, const RunConfig& run, bool root, TrainSummary& sum) {
+  sum.stop_signal = signal;
+  sum.iterations = it;
+  if (root)
+    std::cout << "stopping after iteration " << it << " on " << stop_signal_text(signal)
+              << ": checkpoint written; continue with "
+              << "`marlsched train --resume " << run.run_dir << "`" << std::endl;
 }
 
 /// Collective: checkpoint `state.iteration`, with the trajectory rows it covers.
@@ -485,41 +538,9 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
   const std::int64_t steps_at_start = state.agent_steps;
   TrainSummary sum;
   LoopTimes times;
-  for (int it = first; it <= run.iterations; ++it) {
-    maybe_inject_fault(comm.rank(), it, -1);
-    const double it0 = now();
-    const StepTimes before = world.times();
-    const LoopTimes times0 = times;
-    const RolloutTotals roll = rollout.run(it, T, times);
-
-    const double u0 = now();
-    dist::heartbeat("update");
-    UpdateStats us = agent->update(world.policy_input());
-    maybe_poison_stats(it, us);
-    if (root) check_update_finite(us, agent->stat_names(), run.algo, it);
-    times.update += now() - u0 - us.time_allreduce;
-    times.allreduce += us.time_allreduce;
-
-    // A stop request (Slurm's warning signal, SIGTERM, SIGINT) on any rank stops every rank
-    // after this same update; the same tiny max-allreduce brings the largest resident set.
-    double agreed[2] = {it < run.iterations ? static_cast<double>(stop_requested()) : 0.0,
-                        rss_mib()};
-    comm.allreduce_max(agreed, 2);
-    const int stop_signal = static_cast<int>(agreed[0]);
-    const bool last = it == run.iterations || stop_signal != 0;
-    const bool checkpoint_now =
-        (run.checkpoint_every > 0 && it % run.checkpoint_every == 0) || stop_signal != 0;
-    traj.end_iteration(it, checkpoint_now, last);
-    times.log = traj.seconds();
-    times.writer = traj.writer_seconds();
-    state.agent_steps += static_cast<std::int64_t>(T) * e * comm.size() * k;
-    state.iteration = it;
-    if (it % run.check_every == 0 || it == run.iterations) {
-      const bool same = agent->shared_parameters_identical();
-      sum.parameters_identical = sum.parameters_identical && same;
-      if (!same)
-        MARLSCHED_THROW(Error, "shared parameters diverged across ranks at iteration " << it);
-    }
+  // The iteration's line: its figures, progress and timings.
+  const auto record = [&](int it, const RolloutTotals& roll, const UpdateStats& us,
+                          const IterationClock& clock, double max_rss) {
     IterationRecord r = figures(spec, n, static_cast<double>(T) * e, roll, us);
     r.iteration = it;
     r.agent_steps = state.agent_steps;
@@ -527,16 +548,28 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
     r.agent_steps_per_s =
         static_cast<double>(state.agent_steps - steps_at_start) / std::max(1e-9, elapsed);
     r.eta_s = elapsed / (it - first + 1) * (run.iterations - it);
-    add_timings(r, it0, before, times0, world.times(), times, agreed[1]);
+    add_timings(r, clock, world.times(), times, max_rss);
     sink.record(r);
+  };
+  for (int it = first; it <= run.iterations; ++it) {
+    maybe_inject_fault(comm.rank(), it, -1);
+    const IterationClock clock{now(), world.times(), times};
+    const RolloutTotals roll = rollout.run(it, T, times);
+    const UpdateStats us = guarded_update(*agent, world, run.algo, it, root, times);
+    const Agreement agreed = agree(comm, it == run.iterations);
+    const bool stop = agreed.stop_signal != 0;
+    const bool checkpoint_now =
+        stop || (run.checkpoint_every > 0 && it % run.checkpoint_every == 0);
+    traj.end_iteration(it, checkpoint_now, stop || it == run.iterations);
+    times.log = traj.seconds();
+    times.writer = traj.writer_seconds();
+    state.agent_steps += static_cast<std::int64_t>(T) * e * comm.size() * k;
+    state.iteration = it;
+    if (it % run.check_every == 0 || it == run.iterations) require_identical(*agent, it, sum);
+    record(it, roll, us, clock, agreed.max_rss_mib);
     if (checkpoint_now) save_checkpoint(comm, run, resolved_config, world, *agent, traj, state);
-    if (stop_signal != 0) {
-      sum.stop_signal = stop_signal;
-      sum.iterations = it;
-      if (root)
-        std::cout << "stopping after iteration " << it << " on " << stop_signal_text(stop_signal)
-                  << ": checkpoint written; continue with "
-                  << "`marlsched train --resume " << run.run_dir << "`" << std::endl;
+    if (stop) {
+      stop_after(it, agreed.stop_signal, run, root, sum);
       break;
     }
   }
