@@ -105,7 +105,7 @@ void load_run_config(Command& cmd, CLI::App& scratch, const std::string& run_dir
 /// last model-rank-R.pt where the run's config defines its agent count (`ec`, `k` per rank).
 int model_ranks(const std::string& run_dir, const EnvConfig& ec, int k);
 
-/// The subcommands that train and evaluate (run_commands.cpp) and the tools (tool_commands.cpp).
+/// The subcommands, one file each under commands/ (commands/train.cpp, commands/eval.cpp, ...).
 std::unique_ptr<Subcommand> make_train_command();
 std::unique_ptr<Subcommand> make_eval_command();
 std::unique_ptr<Subcommand> make_baselines_command();

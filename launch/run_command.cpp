@@ -319,4 +319,24 @@ void ModelSource::check_loaded(const Command& cmd, const Prepared& prep, const d
     load_exported_policy(policy, prep.factory->spec(), cmd.run.agents_per_rank * comm.size(), true);
 }
 
+void load_run_config(Command& cmd, CLI::App& scratch, const std::string& run_dir) {
+  cmd.bind(&scratch);
+  cmd.config_path = run_dir + "/config.toml";
+  MARLSCHED_REQUIRE(std::filesystem::exists(cmd.config_path),
+                    "'" << run_dir << "' has no config.toml (not a run directory)");
+  cmd.resolve(true);
+}
+
+int model_ranks(const std::string& run_dir, const EnvConfig& ec, int k) {
+  const int found = trained_ranks(run_dir);  // names a gap among the files
+  const int defined = ec.defined_agents();
+  const int expected = defined > 0 && k > 0 && defined % k == 0 ? defined / k : 0;
+  MARLSCHED_REQUIRE(expected <= found, "'" << run_dir << "' lacks model-rank-" << found
+                                           << ".pt: its config defines " << defined << " agents at "
+                                           << k << " per rank, so " << expected
+                                           << " ranks trained it, and that rank's model was "
+                                              "removed or never saved");
+  return found;
+}
+
 }  // namespace marlsched::cli

@@ -4,7 +4,7 @@
 Every project include names a path under the installed include/marlsched/: `core/`, `dist/`,
 `io/`, `rollout/`, `train/` (the framework, src/ in the tree) or `agents/`, `envs/` (the
 plug-ins, at the tree's root); launch/, tests/ and bench/ may also include files beside them,
-and tests/ and python/ the CLI's headers in launch/.
+and tests/, python/ and launch/commands/ the CLI's headers in launch/.
 No header is reachable under two names, and each folder includes only what the table allows.
 
 Usage: test_layering.py SOURCE_DIR. Prints every violation, exits 1 if there is any.
@@ -69,6 +69,9 @@ def resolve(root, rel, name):
         for extra in ("tests", "launch"):
             if os.path.isfile(os.path.join(root, extra, name)):
                 return extra
+    # The subcommands (launch/commands/) use the pieces they share, beside their folder.
+    if rel.startswith("launch/commands/") and os.path.isfile(os.path.join(root, "launch", name)):
+        return "launch"
     return None
 
 

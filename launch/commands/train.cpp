@@ -1,7 +1,5 @@
-/// \file run_commands.cpp
-/// The subcommands that train and evaluate: train, eval, baselines. They share Command (the run,
-/// env and learner options) and the phase-1 preparation (run_command.hpp): the config file,
-/// validation, the env's data, the torch threads.
+/// \file train.cpp
+/// `marlsched train`: trains a learner (or resumes a run), then evaluates it against the baselines.
 
 #include <climits>
 #include <filesystem>
@@ -224,104 +222,10 @@ class TrainCommand : public RunCommand {
   ResumePlan resume_;
 };
 
-class EvalCommand : public RunCommand {
- public:
-  CLI::App* add_to(CLI::App& app) override {
-    cmd_.bind(app.add_subcommand(
-        "eval",
-        "evaluate a trained policy (a run, a checkpoint or an exported file) against every "
-        "heuristic baseline on held-out seeds; env options choose other traces"));
-    auto* a = cmd_.app;
-    model_.bind(a);
-    a->add_option("--out", out_,
-                  "where to write eval.csv, eval.md and eval-episodes.csv (default: a new "
-                  "evals/K beside the model: in its run directory, the checkpoint's run "
-                  "directory or the policy file's directory)");
-    a->add_option("--baselines", baselines_,
-                  "heuristics to compare against (default: all of the env's)")
-        ->delimiter(',');
-    a->add_flag("--greedy", greedy_,
-                "take the most probable action (the default unless --eval-greedy false)");
-    return a;
-  }
-
-  int run(const dist::Comm& comm) override {
-    evaluate_all(cmd_.run, cmd_.learners, *prep_.factory, comm, model_.learned(), baselines_,
-                 greedy_ || cmd_.run.eval_greedy, out_);
-    return 0;
-  }
-
- private:
-  void before_prepare(const dist::Comm& comm) override {
-    MARLSCHED_REQUIRE(model_.count() == 1,
-                      "eval needs exactly one of --model RUN_DIR, --checkpoint DIR, --policy FILE");
-    model_.choose_config(cmd_, comm);
-  }
-  void check_models(const dist::Comm& comm) override { model_.check_models(cmd_, comm); }
-  void after_threads(const dist::Comm& comm) override {
-    model_.check_loaded(cmd_, prep_, comm);
-    if (out_.empty())  // every rank alike: nothing creates it before phase 2
-      out_ = next_eval_dir(!model_.policy.empty()
-                               ? std::filesystem::path(model_.policy).parent_path().string()
-                               : model_.model_run_dir());
-    check_baselines(baselines_);
-  }
-
-  ModelSource model_;
-  std::string out_;
-  std::vector<std::string> baselines_;  // default: every baseline of the env
-  bool greedy_ = false;
-};
-
-class BaselinesCommand : public RunCommand {
- public:
-  CLI::App* add_to(CLI::App& app) override {
-    cmd_.bind(app.add_subcommand("baselines", "evaluate the heuristic baselines only"));
-    cmd_.app->add_option("--baselines", list_, "heuristics to evaluate (default: all of the env's)")
-        ->delimiter(',');
-    return cmd_.app;
-  }
-  int run(const dist::Comm& comm) override {
-    evaluate_all(cmd_.run, cmd_.learners, *prep_.factory, comm, LearnedPolicy{}, list_, false, "");
-    return 0;
-  }
-
- private:
-  bool needs_learner() const override { return false; }
-  void after_threads(const dist::Comm&) override { check_baselines(list_); }
-  std::vector<std::string> list_;  // default: every baseline of the env
-};
-
 }  // namespace
-
-void load_run_config(Command& cmd, CLI::App& scratch, const std::string& run_dir) {
-  cmd.bind(&scratch);
-  cmd.config_path = run_dir + "/config.toml";
-  MARLSCHED_REQUIRE(std::filesystem::exists(cmd.config_path),
-                    "'" << run_dir << "' has no config.toml (not a run directory)");
-  cmd.resolve(true);
-}
-
-int model_ranks(const std::string& run_dir, const EnvConfig& ec, int k) {
-  const int found = trained_ranks(run_dir);  // names a gap among the files
-  const int defined = ec.defined_agents();
-  const int expected = defined > 0 && k > 0 && defined % k == 0 ? defined / k : 0;
-  MARLSCHED_REQUIRE(expected <= found, "'" << run_dir << "' lacks model-rank-" << found
-                                           << ".pt: its config defines " << defined << " agents at "
-                                           << k << " per rank, so " << expected
-                                           << " ranks trained it, and that rank's model was "
-                                              "removed or never saved");
-  return found;
-}
 
 std::unique_ptr<Subcommand> make_train_command() {
   return std::make_unique<TrainCommand>();
-}
-std::unique_ptr<Subcommand> make_eval_command() {
-  return std::make_unique<EvalCommand>();
-}
-std::unique_ptr<Subcommand> make_baselines_command() {
-  return std::make_unique<BaselinesCommand>();
 }
 
 }  // namespace marlsched::cli
