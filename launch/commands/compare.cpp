@@ -1,22 +1,13 @@
 /// \file compare.cpp
 /// `marlsched compare`: several runs' evaluations, paired, with intervals.
 
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
-#include <sstream>
-
-#include <unistd.h>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
-#include "core/error.hpp"
-#include "core/file.hpp"
-#include "core/version.hpp"
 #include "envs/baselines.hpp"
 #include "report.hpp"
-#include "slurm.hpp"
-#include "train/run_dir.hpp"
 
 namespace marlsched::cli {
 

@@ -7,15 +7,11 @@
 #include <iterator>
 #include <sstream>
 
-#include <unistd.h>
-
 #include "commands.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
 #include "core/version.hpp"
 #include "envs/baselines.hpp"
-#include "report.hpp"
-#include "slurm.hpp"
 #include "train/run_dir.hpp"
 
 namespace marlsched::cli {

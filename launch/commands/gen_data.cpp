@@ -1,22 +1,12 @@
 /// \file gen_data.cpp
 /// `marlsched gen-data`: every env's generated input files.
 
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
-#include <sstream>
-
-#include <unistd.h>
+#include <memory>
+#include <optional>
+#include <vector>
 
 #include "commands.hpp"
-#include "core/error.hpp"
-#include "core/file.hpp"
-#include "core/version.hpp"
-#include "envs/baselines.hpp"
-#include "report.hpp"
-#include "slurm.hpp"
-#include "train/run_dir.hpp"
 
 namespace marlsched::cli {
 

@@ -1,22 +1,11 @@
 /// \file list.cpp
 /// `marlsched list`: the environments, learners and baselines.
 
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
-#include <sstream>
-
-#include <unistd.h>
+#include <string>
 
 #include "commands.hpp"
-#include "core/error.hpp"
-#include "core/file.hpp"
-#include "core/version.hpp"
 #include "envs/baselines.hpp"
-#include "report.hpp"
-#include "slurm.hpp"
-#include "train/run_dir.hpp"
 
 namespace marlsched::cli {
 

@@ -1,22 +1,12 @@
 /// \file report.cpp
 /// `marlsched report`: a run's training curves and evaluation as a page.
 
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
-#include <sstream>
-
-#include <unistd.h>
+#include <string>
 
 #include "commands.hpp"
-#include "core/error.hpp"
-#include "core/file.hpp"
-#include "core/version.hpp"
 #include "envs/baselines.hpp"
 #include "report.hpp"
-#include "slurm.hpp"
-#include "train/run_dir.hpp"
 
 namespace marlsched::cli {
 

@@ -2,9 +2,7 @@
 /// `marlsched slurm`: writes (and submits) a Slurm job for a run, a sweep or an evaluation.
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <sstream>
 
 #include <unistd.h>
@@ -12,11 +10,7 @@
 #include "commands.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
-#include "core/version.hpp"
-#include "envs/baselines.hpp"
-#include "report.hpp"
 #include "slurm.hpp"
-#include "train/run_dir.hpp"
 
 namespace marlsched::cli {
 
