@@ -8,7 +8,9 @@
 ///   * MPI_Alltoall + MPI_Alltoallv of forwarded work records (src/dist Comm::alltoallv), once
 ///     per exchange window of the env (EnvSpec::windows; 1 for most envs);
 ///   * MPI_Allgather of one packet per local shard: [observation | reward | components | done].
-/// Several agents per rank therefore run through exactly the same code path as one.
+/// Several agents per rank therefore run through exactly the same code path as one. A world
+/// asked for every shard (set_every_shard, for a planner over every site) adds one
+/// MPI_Allgatherv of the shards' states (and one MPI_Allgather of their sizes) per step.
 
 #include <cstdint>
 #include <memory>
