@@ -111,15 +111,12 @@ struct Es::Impl {
   std::vector<float> mo;           // --es-actor targets: one target's mode outputs
   // Imitation (--es-imitate): the teacher, its labels so far (raw inputs [sample][in] and
   // actions) and the accuracy of the last fit.
-  Es::TeacherMaker make_teacher;
   std::unique_ptr<Policy> teacher;
   std::vector<int> teacher_actions;
   std::vector<float> demo_x;
   std::vector<std::int32_t> demo_a;
   double imitation_accuracy = 0;
   // --es-base: the baseline and its actions at this step.
-  Es::TeacherMaker make_base;
-  bool planner = false;  // the teacher or the base plans every site at once (needs_every_agent)
   std::unique_ptr<Policy> base;
   std::vector<int> base_actions;
 
@@ -416,14 +413,13 @@ Es::Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num
   cfg.check_env(spec);
   impl_ =
       std::make_unique<Impl>(cfg, comm, spec, num_agents, first_agent, local_agents, copies, seed);
-  impl_->make_teacher = std::move(teacher);
-  impl_->make_base = std::move(base);
-  impl_->planner = (impl_->make_teacher && impl_->make_teacher()->needs_every_agent()) ||
-                   (impl_->make_base && impl_->make_base()->needs_every_agent());
+  if (teacher) impl_->teacher = teacher();
+  if (base) impl_->base = base();
 }
 
 bool Es::needs_every_agent() const {
-  return impl_->planner;
+  const auto& m = *impl_;
+  return (m.teacher && m.teacher->needs_every_agent()) || (m.base && m.base->needs_every_agent());
 }
 
 void Es::Impl::fit_imitation() {
@@ -525,10 +521,7 @@ Decisions Es::act(const PolicyInput& in) {
   if (imitate) m.teacher->act(in, m.teacher_actions);
   const bool based = !m.cfg.base.empty();
   if (based) {
-    if (!m.base) {
-      MARLSCHED_CHECK(m.make_base, "--es-base without a baseline");
-      m.base = m.make_base();
-    }
+    MARLSCHED_CHECK(m.base, "--es-base without a baseline");
     m.base->act(in, m.base_actions);
   }
   const auto rows = static_cast<std::size_t>(in.copies * m.k);
@@ -572,10 +565,7 @@ void Es::set_training(bool training) {
   // Acting alone (evaluation, export) works with any number of copies; training needs pairs.
   auto& m = *impl_;
   if (training) require_copy_groups(name(), kCopyGroup, m.e);
-  if (training && m.imitating() && !m.teacher) {
-    MARLSCHED_CHECK(m.make_teacher, "--es-imitate without a teacher");
-    m.teacher = m.make_teacher();
-  }
+  MARLSCHED_CHECK(!training || !m.imitating() || m.teacher, "--es-imitate without a teacher");
   m.training = training;
 }
 

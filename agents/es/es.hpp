@@ -91,8 +91,7 @@ struct EsConfig {
 
 class Es final : public Learner {
  public:
-  /// Makes the teacher of --es-imitate (called when training starts) or the baseline of
-  /// --es-base (called at the first act()).
+  /// Makes the teacher of --es-imitate or the baseline of --es-base (each called once, here).
   using TeacherMaker = std::function<std::unique_ptr<Policy>()>;
   Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
      int first_agent, int local_agents, int copies, std::uint64_t seed, TeacherMaker teacher = {},
