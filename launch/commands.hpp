@@ -82,6 +82,10 @@ struct Command {
       envs.back()->bind(*binder);
     }
     learners.bind(*binder);
+    binder->finish();
+    MARLSCHED_CHECK(binder->resumable() == run.resumable_options(),
+                    "only run options may be declared may_change_on_resume: the trainer's resume "
+                    "check reads RunConfig's declarations");
   }
   /// Applies the config file (if any; flags win) and validates the run and learner options.
   void resolve(bool needs_learner) {

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <type_traits>
+#include <variant>
 
 #include <toml++/toml.h>
 
@@ -100,16 +102,56 @@ std::string toml(bool v) {
   return v ? "true" : "false";
 }
 
+void Binder::added(Option& o) {
+  const std::string& f = o.flag();
+  CLI::Option* flag = std::visit(
+      [&](auto* v) -> CLI::Option* {
+        using T = std::remove_pointer_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          return app_->add_flag("--" + f + ",!--no-" + f, *v,
+                                o.help() + " (default " + toml(*v) + ")");
+        } else if constexpr (std::is_same_v<T, std::vector<int>> ||
+                             std::is_same_v<T, std::vector<double>> ||
+                             std::is_same_v<T, std::vector<std::string>>) {
+          return app_->add_option("--" + f, *v, o.help())->delimiter(',')->capture_default_str();
+        } else {
+          return app_->add_option("--" + f, *v, o.help())->capture_default_str();
+        }
+      },
+      o.value());
+  flag->group(o.group());
+  if (std::holds_alternative<std::string*>(o.value()) ||
+      std::holds_alternative<std::vector<std::string>*>(o.value()))
+    flag->check(utf8_text(f));
+  if (std::holds_alternative<std::uint64_t*>(o.value()))
+    // Digits only, within TOML's integers (the run's config.toml must read back): CLI11 would
+    // read -1 as 2^64 - 1 and clamp 2^64 to 2^64 - 1, and toml++ refuses integers above 2^63 - 1.
+    flag->check(CLI::Validator([f](std::string& s) { return seed_error(f, s); },
+                               "INT in [0, 2^63-1]", "toml-uint"));
+  flags_.push_back(flag);
+}
+
+void Binder::finish() {
+  const auto& options = declared();
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const Option& o = options[i];
+    std::string help = flags_[i]->get_description();
+    if (const std::string rule = o.rule(); !rule.empty()) help += "; must be " + rule;
+    if (o.resumable()) help += "; may change on resume";
+    flags_[i]->description(help);
+  }
+}
+
 std::string Binder::to_toml() const {
   std::ostringstream os;
   os << "# marlsched " << MARLSCHED_VERSION << " resolved configuration\n";
   std::string g;
-  for (const auto& e : entries_) {
-    if (e.group != g) {
-      g = e.group;
+  for (const Option& o : declared()) {
+    if (o.group() != g) {
+      g = o.group();
       os << "\n# " << g << "\n";
     }
-    os << e.flag << " = " << e.value() << "\n";
+    os << o.flag() << " = " << std::visit([](auto* v) { return toml(*v); }, o.value()) << "\n";
   }
   return os.str();
 }
@@ -232,7 +274,7 @@ void apply_config_file(CLI::App* sub, const Binder& binder, const std::string& p
     CLI::Option* op = sub->get_option_no_throw("--" + key);
     if (op == nullptr || key == "config" || key == "help") {
       std::vector<std::string> flags;
-      for (const auto& e : binder.entries()) flags.push_back(e.flag);
+      for (const Option& o : binder.declared()) flags.push_back(o.flag());
       const std::string best = nearest_name(key, flags);
       std::ostringstream os;
       os << path << ":" << item.line << ": unknown config key '" << item.fullname << "'";
@@ -241,13 +283,22 @@ void apply_config_file(CLI::App* sub, const Binder& binder, const std::string& p
     }
     if (op->count() > 0) continue;  // the command line wins
     if (item.inputs.empty()) {
-      const Binder::Entry* entry = nullptr;
-      for (const auto& e : binder.entries())
-        if (e.flag == key) entry = &e;
-      if (entry != nullptr && entry->clear) {
-        entry->clear();
-        continue;
-      }
+      // An empty list (`key = []`) is legal in a config file; CLI11 cannot convert it.
+      bool cleared = false;
+      for (const Option& o : binder.declared())
+        if (o.flag() == key)
+          std::visit(
+              [&](auto* v) {
+                using T = std::remove_pointer_t<decltype(v)>;
+                if constexpr (std::is_same_v<T, std::vector<int>> ||
+                              std::is_same_v<T, std::vector<double>> ||
+                              std::is_same_v<T, std::vector<std::string>>) {
+                  v->clear();
+                  cleared = true;
+                }
+              },
+              o.value());
+      if (cleared) continue;
     }
     try {
       op->add_result(item.inputs);

@@ -8,7 +8,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,66 +36,26 @@ bool valid_utf8(const std::string& s);
 /// A validator that refuses text that is not UTF-8 for option `flag`.
 CLI::Validator utf8_text(const std::string& flag);
 
-/// Binds config structs to one CLI11 (sub)command and remembers how to print each value.
+/// Makes a CLI11 flag of each option a config struct declares on one (sub)command, prints the
+/// resolved values back as TOML, and (finish()) writes each declared rule into --help.
 class Binder final : public OptionBinder {
  public:
-  struct Entry {
-    std::string group, flag;
-    std::function<std::string()> value;
-    std::function<void()> clear = {};  ///< set for list options
-  };
   explicit Binder(CLI::App* app) : app_(app) {}
-  void group(const std::string& name) override { group_ = name; }
-  void add(const std::string& f, int& v, const std::string& h) override { opt(f, v, h); }
-  void add(const std::string& f, std::int64_t& v, const std::string& h) override { opt(f, v, h); }
-  void add(const std::string& f, std::uint64_t& v, const std::string& h) override {
-    opt(f, v, h);
-    // Digits only, within TOML's integers (the run's config.toml must read back): CLI11 would
-    // read -1 as 2^64 - 1 and clamp 2^64 to 2^64 - 1, and toml++ refuses integers above 2^63 - 1.
-    app_->get_option("--" + f)->check(CLI::Validator(
-        [f](std::string& s) { return seed_error(f, s); }, "INT in [0, 2^63-1]", "toml-uint"));
-  }
-  void add(const std::string& f, double& v, const std::string& h) override { opt(f, v, h); }
-  void add(const std::string& f, std::string& v, const std::string& h) override {
-    opt(f, v, h);
-    app_->get_option("--" + f)->check(utf8_text(f));
-  }
-  void add(const std::string& f, bool& v, const std::string& h) override {
-    app_->add_flag("--" + f + ",!--no-" + f, v, h + " (default " + toml(v) + ")")->group(group_);
-    entries_.push_back({group_, f, [&v] { return toml(v); }});
-  }
-  void add(const std::string& f, std::vector<int>& v, const std::string& h) override {
-    vec(f, v, h);
-  }
-  void add(const std::string& f, std::vector<double>& v, const std::string& h) override {
-    vec(f, v, h);
-  }
-  void add(const std::string& f, std::vector<std::string>& v, const std::string& h) override {
-    vec(f, v, h);
-    app_->get_option("--" + f)->check(utf8_text(f));
-  }
-  const std::vector<Entry>& entries() const { return entries_; }
+  /// Appends each option's rule ("must be in (0, 1]") and "may change on resume" to its help;
+  /// call once every struct is bound.
+  void finish();
   /// The [tables] a config file may use (dotted names: "run", "env.geodc"); empty: any.
   std::vector<std::string> sections;
 
   /// The resolved configuration as TOML (flat keys; groups as comments).
   std::string to_toml() const;
 
+ protected:
+  void added(Option& o) override;
+
  private:
-  template <class T>
-  void opt(const std::string& f, T& v, const std::string& h) {
-    app_->add_option("--" + f, v, h)->capture_default_str()->group(group_);
-    entries_.push_back({group_, f, [&v] { return toml(v); }});
-  }
-  template <class T>
-  void vec(const std::string& f, std::vector<T>& v, const std::string& h) {
-    app_->add_option("--" + f, v, h)->delimiter(',')->capture_default_str()->group(group_);
-    // An empty list (`key = []` in TOML) is legal in a config file; CLI11 cannot convert it.
-    entries_.push_back({group_, f, [&v] { return toml(v); }, [&v] { v.clear(); }});
-  }
   CLI::App* app_;
-  std::string group_ = "Options";
-  std::vector<Entry> entries_;
+  std::vector<CLI::Option*> flags_;  // one per declared option, in order
 };
 
 /// Levenshtein distance (for "did you mean" suggestions).

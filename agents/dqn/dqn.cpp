@@ -13,50 +13,42 @@ namespace marlsched {
 
 void DqnConfig::bind(OptionBinder& b) {
   b.group("Agent: DQN");
-  b.add("dqn-lr", lr, "Q-network learning rate (Adam)");
-  b.add("dqn-gamma", gamma, "discount factor");
-  b.add("dqn-hidden", hidden, "Q-network hidden layer sizes");
+  b.add("dqn-lr", lr, "Q-network learning rate (Adam)").learning_rate();
+  b.add("dqn-gamma", gamma, "discount factor").at_least(0).less_than(1);
+  b.add("dqn-hidden", hidden, "Q-network hidden layer sizes").positive();
   b.add("dqn-buffer", buffer,
         "replay buffer capacity in transitions (per rank; per agent "
         "when not shared)");
-  b.add("dqn-batch", batch, "transitions per gradient step (per rank)");
+  b.add("dqn-batch", batch, "transitions per gradient step (per rank)").at_least(1);
   b.add("dqn-warmup", warmup, "transitions in the buffer before learning starts");
-  b.add("dqn-updates", updates, "gradient steps per iteration");
-  b.add("dqn-target-every", target_every, "gradient steps between target-network copies");
-  b.add("dqn-eps-start", eps_start, "ε of ε-greedy exploration at the start");
-  b.add("dqn-eps-end", eps_end, "ε after the decay");
-  b.add("dqn-eps-decay", eps_decay, "decision steps (act calls while training) of linear ε decay");
-  b.add("dqn-eps-eval", eps_eval, "ε when evaluating a stochastic (non --deterministic) policy");
+  b.add("dqn-updates", updates, "gradient steps per iteration").at_least(0);
+  b.add("dqn-target-every", target_every, "gradient steps between target-network copies")
+      .at_least(1);
+  b.add("dqn-eps-start", eps_start, "ε of ε-greedy exploration at the start").in(0, 1);
+  b.add("dqn-eps-end", eps_end, "ε after the decay").in(0, 1);
+  b.add("dqn-eps-decay", eps_decay, "decision steps (act calls while training) of linear ε decay")
+      .at_least(1);
+  b.add("dqn-eps-eval", eps_eval, "ε when evaluating a stochastic (non --deterministic) policy")
+      .in(0, 1);
   b.add("dqn-double", double_dqn, "double DQN targets (online net picks, target net values)");
   b.add("dqn-share", share, "one Q-network shared by all agents (with agent-id input)");
-  b.add("dqn-huber-delta", huber_delta, "Huber loss δ of the TD error");
-  b.add("dqn-max-grad-norm", max_grad_norm, "global gradient norm clip");
+  b.add("dqn-huber-delta", huber_delta, "Huber loss δ of the TD error").positive();
+  b.add("dqn-max-grad-norm", max_grad_norm, "global gradient norm clip").positive();
   b.add("dqn-team-reward", team_reward,
-        "β in reward = (1-β)·own + β·team (every agent, or --team-scope targets)");
-  b.add("dqn-rollout-steps", rollout_steps, "environment steps per iteration");
+        "β in reward = (1-β)·own + β·team (every agent, or --team-scope targets)")
+      .in(0, 1);
+  b.add("dqn-rollout-steps", rollout_steps, "environment steps per iteration").at_least(1);
 }
 
 void DqnConfig::validate() const {
-  require_learning_rate(lr, "dqn-lr");
-  MARLSCHED_REQUIRE(gamma >= 0 && gamma < 1, "--dqn-gamma must be in [0, 1), got " << gamma);
+  check_declared(*this);
   MARLSCHED_REQUIRE(!hidden.empty(), "--dqn-hidden needs at least one layer");
-  for (int h : hidden) MARLSCHED_REQUIRE(h > 0, "--dqn-hidden sizes must be positive");
-  MARLSCHED_REQUIRE(batch >= 1, "--dqn-batch must be >= 1, got " << batch);
   MARLSCHED_REQUIRE(buffer >= batch, "--dqn-buffer (" << buffer
                                                       << ") must hold at least one "
                                                          "batch ("
                                                       << batch << ")");
   MARLSCHED_REQUIRE(warmup >= batch && warmup <= buffer,
                     "--dqn-warmup must be between --dqn-batch and --dqn-buffer, got " << warmup);
-  MARLSCHED_REQUIRE(updates >= 0, "--dqn-updates must be >= 0");
-  MARLSCHED_REQUIRE(target_every >= 1, "--dqn-target-every must be >= 1");
-  for (double v : {eps_start, eps_end, eps_eval})
-    MARLSCHED_REQUIRE(v >= 0 && v <= 1, "ε values (--dqn-eps-*) must be in [0, 1], got " << v);
-  MARLSCHED_REQUIRE(eps_decay >= 1, "--dqn-eps-decay must be >= 1");
-  require_positive(huber_delta, "dqn-huber-delta");
-  require_positive(max_grad_norm, "dqn-max-grad-norm");
-  MARLSCHED_REQUIRE(team_reward >= 0 && team_reward <= 1, "--dqn-team-reward must be in [0, 1]");
-  MARLSCHED_REQUIRE(rollout_steps >= 1, "--dqn-rollout-steps must be >= 1");
 }
 
 Dqn::Dqn(const DqnConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,

@@ -18,51 +18,43 @@ namespace marlsched {
 
 void EsConfig::bind(OptionBinder& b) {
   b.group("Agent: ES (augmented random search with common random numbers)");
-  b.add("es-hidden", hidden, "hidden layer sizes of the policy (empty: linear, as ARS)");
+  b.add("es-hidden", hidden, "hidden layer sizes of the policy (empty: linear, as ARS)").positive();
   b.add("es-actor", actor,
         "policy input: agent (own observation, every site's public fields, the agent id; grows "
         "with the agent count) or targets (one net scores each (mode, target) of the env's "
-        "targeted actions from the own observation and the target's features, e.g. geodc)");
-  b.add("es-lr", lr, "step size α");
-  b.add("es-sigma", sigma, "perturbation scale σ");
-  b.add("es-top", top, "share of the directions (largest paired differences) used per update");
+        "targeted actions from the own observation and the target's features, e.g. geodc)")
+      .one_of({"agent", "targets"});
+  b.add("es-lr", lr, "step size α").learning_rate();
+  b.add("es-sigma", sigma, "perturbation scale σ").positive();
+  b.add("es-top", top, "share of the directions (largest paired differences) used per update")
+      .greater_than(0)
+      .at_most(1);
   b.add("es-normalize", normalize, "standardise inputs by running moments (ARS V2)");
-  b.add("es-init-scale", init_scale, "standard deviation of the initial output weights");
+  b.add("es-init-scale", init_scale, "standard deviation of the initial output weights")
+      .at_least(0);
   b.add("es-imitate", imitate,
         "a baseline of the env that the linear policy first imitates (DAgger), then ES improves "
         "(empty: none)");
   b.add("es-imitate-iterations", imitate_iterations,
-        "DAgger rounds (one episode per env copy each) before the ES steps");
-  b.add("es-imitate-l2", imitate_l2, "weight decay of the imitation fit");
+        "DAgger rounds (one episode per env copy each) before the ES steps")
+      .in(0, 1000);
+  b.add("es-imitate-l2", imitate_l2, "weight decay of the imitation fit").at_least(0);
   b.add("es-base", base,
         "a baseline of the env that the policy follows unless its logits overrule it by "
         "--es-base-margin (residual policy search; empty: none)");
   b.add("es-base-margin", base_margin,
-        "logit added to each head's decision of the --es-base baseline");
+        "logit added to each head's decision of the --es-base baseline")
+      .positive();
 }
 
 void EsConfig::validate() const {
-  for (int h : hidden) MARLSCHED_REQUIRE(h > 0, "--es-hidden sizes must be positive");
-  require_learning_rate(lr, "es-lr");
-  MARLSCHED_REQUIRE(sigma > 0 && std::isfinite(sigma),
-                    "--es-sigma must be positive, got " << sigma);
-  MARLSCHED_REQUIRE(top > 0 && top <= 1, "--es-top must be in (0, 1], got " << top);
-  MARLSCHED_REQUIRE(init_scale >= 0 && std::isfinite(init_scale),
-                    "--es-init-scale must be >= 0, got " << init_scale);
-  MARLSCHED_REQUIRE(imitate_iterations >= 0 && imitate_iterations <= 1000,
-                    "--es-imitate-iterations must be in [0, 1000], got " << imitate_iterations);
+  check_declared(*this);
   MARLSCHED_REQUIRE(imitate.empty() == (imitate_iterations == 0),
                     "--es-imitate and --es-imitate-iterations go together: a teacher and the "
                     "DAgger rounds that imitate it (got '"
                         << imitate << "' and " << imitate_iterations << ")");
   MARLSCHED_REQUIRE(imitate.empty() || hidden.empty(),
                     "--es-imitate fits a linear policy: leave --es-hidden empty");
-  MARLSCHED_REQUIRE(actor == "agent" || actor == "targets",
-                    "--es-actor must be agent or targets, got '" << actor << "'");
-  MARLSCHED_REQUIRE(imitate_l2 >= 0 && std::isfinite(imitate_l2),
-                    "--es-imitate-l2 must be >= 0, got " << imitate_l2);
-  MARLSCHED_REQUIRE(base_margin > 0 && std::isfinite(base_margin),
-                    "--es-base-margin must be positive, got " << base_margin);
   MARLSCHED_REQUIRE(base.empty() || imitate.empty(),
                     "--es-base and --es-imitate exclude each other: the policy starts as the "
                     "--es-base baseline (got '"

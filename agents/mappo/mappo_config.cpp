@@ -1,5 +1,3 @@
-#include <cmath>
-
 #include "agents/mappo/mappo.hpp"
 #include "core/error.hpp"
 
@@ -7,35 +5,38 @@ namespace marlsched {
 
 void MappoConfig::bind(OptionBinder& b) {
   b.group("Agent: MAPPO");
-  b.add("lr-actor", lr_actor, "actor learning rate (Adam)");
-  b.add("lr-critic", lr_critic, "critic learning rate (Adam)");
-  b.add("gamma", gamma, "discount factor");
-  b.add("gae-lambda", gae_lambda, "GAE λ");
-  b.add("clip", clip, "PPO clipping ε");
-  b.add("epochs", epochs, "PPO epochs per update");
-  b.add("minibatches", minibatches, "minibatches per epoch (per rank)");
-  b.add("entropy-coef", entropy_coef, "entropy bonus coefficient");
-  b.add("value-coef", value_coef, "value loss coefficient");
-  b.add("huber-delta", huber_delta, "Huber loss δ for the value loss");
-  b.add("max-grad-norm", max_grad_norm, "global gradient norm clip (actor and critic separately)");
-  b.add("actor-hidden", actor_hidden, "actor hidden layer sizes");
+  b.add("lr-actor", lr_actor, "actor learning rate (Adam)").learning_rate();
+  b.add("lr-critic", lr_critic, "critic learning rate (Adam)").learning_rate();
+  b.add("gamma", gamma, "discount factor").greater_than(0).at_most(1);
+  b.add("gae-lambda", gae_lambda, "GAE λ").in(0, 1);
+  b.add("clip", clip, "PPO clipping ε").positive();
+  b.add("epochs", epochs, "PPO epochs per update").at_least(1);
+  b.add("minibatches", minibatches, "minibatches per epoch (per rank)").at_least(1);
+  b.add("entropy-coef", entropy_coef, "entropy bonus coefficient").at_least(0);
+  b.add("value-coef", value_coef, "value loss coefficient").positive();
+  b.add("huber-delta", huber_delta, "Huber loss δ for the value loss").positive();
+  b.add("max-grad-norm", max_grad_norm, "global gradient norm clip (actor and critic separately)")
+      .positive();
+  b.add("actor-hidden", actor_hidden, "actor hidden layer sizes").positive();
   b.add("actor", actor,
         "actor: mlp (own observation, every site's public fields and the agent id; grows with the "
         "agent count) or targets (one network scores each (mode, target) of the env's targeted "
         "actions, e.g. geodc, from the own observation and the target's features; size "
-        "independent of the agent count)");
-  b.add("critic-hidden", critic_hidden, "critic hidden layer sizes");
+        "independent of the agent count)")
+      .one_of({"mlp", "targets"});
+  b.add("critic-hidden", critic_hidden, "critic hidden layer sizes").positive();
   b.add("critic", critic,
         "critic input: concat (every agent's observation and the agent id; grows with the agent "
         "count) or pooled (own observation and the mean of a shared per-agent embedding, which the "
         "ranks exchange as one fixed-size sum per step; size "
-        "independent of the agent count)");
+        "independent of the agent count)")
+      .one_of({"concat", "pooled"});
   b.add(
       "critic-privileged", critic_privileged,
       "with --critic concat: the critic also reads every agent's privileged fields (the env's "
       "hindsight of the episode ahead, e.g. geodc's arrivals to come and true carbon and prices), "
       "gathered during training only; the actors never see them");
-  b.add("critic-embed", critic_embed, "embedding width of the pooled critic");
+  b.add("critic-embed", critic_embed, "embedding width of the pooled critic").at_least(1);
   b.add("share-actor", share_actor, "one actor shared by all agents (with agent-id input)");
   b.add("actor-groups", actor_groups,
         "group of each agent, in agent order (0, 1, ...): one actor per group, shared by its "
@@ -46,23 +47,27 @@ void MappoConfig::bind(OptionBinder& b) {
         "so that they may overlap; off: blocking allreduces (MPI_Allreduce) after both, faster "
         "where the MPI library has no asynchronous progress");
   b.add("team-reward", team_reward,
-        "β in reward = (1-β)·own + β·team (every agent, or --team-scope targets)");
-  b.add("rollout-steps", rollout_steps, "environment steps per update");
+        "β in reward = (1-β)·own + β·team (every agent, or --team-scope targets)")
+      .in(0, 1);
+  b.add("rollout-steps", rollout_steps, "environment steps per update").at_least(1);
   b.add("common-episodes", common_episodes,
         "copies per group that run the same episodes (common random numbers); above 1 the "
         "actor's advantage is centred on the group's other copies' at the same step and agent "
-        "(--envs-per-rank a multiple of it; fixed-length episodes)");
+        "(--envs-per-rank a multiple of it; fixed-length episodes)")
+      .in(1, 1024);
   b.add("imitate", imitate,
         "warm start: a heuristic baseline (e.g. least-loaded) whose action in every state the "
         "policy visits the actor also learns, by cross-entropy, for the first "
         "--imitate-iterations updates (DAgger-style; empty: none)");
   b.add("imitate-iterations", imitate_iterations,
-        "updates over which the imitation weight falls linearly from --imitate-coef to 0");
-  b.add("imitate-coef", imitate_coef, "initial weight of the imitation loss");
+        "updates over which the imitation weight falls linearly from --imitate-coef to 0")
+      .at_least(0);
+  b.add("imitate-coef", imitate_coef, "initial weight of the imitation loss").at_least(0);
   b.add("base-policy", base_policy,
         "a baseline of the env that the actor departs from: its logits gain --base-margin on the "
         "baseline's action in every state (residual policy; empty: none)");
-  b.add("base-margin", base_margin, "logit added to the --base-policy baseline's action");
+  b.add("base-margin", base_margin, "logit added to the --base-policy baseline's action")
+      .positive();
 }
 
 ActorKind MappoConfig::actor_kind() const {
@@ -79,41 +84,15 @@ CriticKind MappoConfig::critic_kind() const {
 }
 
 void MappoConfig::validate() const {
-  require_learning_rate(lr_actor, "lr-actor");
-  require_learning_rate(lr_critic, "lr-critic");
-  MARLSCHED_REQUIRE(gamma > 0 && gamma <= 1, "--gamma must be in (0, 1], got " << gamma);
-  MARLSCHED_REQUIRE(gae_lambda >= 0 && gae_lambda <= 1, "--gae-lambda must be in [0, 1]");
-  require_positive(clip, "clip");
-  MARLSCHED_REQUIRE(epochs >= 1, "--epochs must be >= 1, got " << epochs);
-  MARLSCHED_REQUIRE(minibatches >= 1, "--minibatches must be >= 1, got " << minibatches);
-  MARLSCHED_REQUIRE(entropy_coef >= 0 && std::isfinite(entropy_coef),
-                    "--entropy-coef must be >= 0");
-  require_positive(value_coef, "value-coef");
-  require_positive(huber_delta, "huber-delta");
-  require_positive(max_grad_norm, "max-grad-norm");
+  check_declared(*this);
   MARLSCHED_REQUIRE(!actor_hidden.empty() && !critic_hidden.empty(),
                     "--actor-hidden and --critic-hidden need at least one layer");
-  for (int h : actor_hidden) MARLSCHED_REQUIRE(h > 0, "--actor-hidden sizes must be positive");
-  for (int h : critic_hidden) MARLSCHED_REQUIRE(h > 0, "--critic-hidden sizes must be positive");
-  actor_kind();
-  critic_kind();
   MARLSCHED_REQUIRE(!critic_privileged || critic_kind() == CriticKind::kConcat,
                     "--critic-privileged extends the concat critic's input; --critic "
                         << critic << " has none (IPPO's critic reads the actor's input): use "
                         << "--algo mappo --critic concat");
-  MARLSCHED_REQUIRE(critic_embed >= 1, "--critic-embed must be >= 1, got " << critic_embed);
-  MARLSCHED_REQUIRE(team_reward >= 0 && team_reward <= 1, "--team-reward must be in [0, 1]");
-  MARLSCHED_REQUIRE(rollout_steps >= 1, "--rollout-steps must be >= 1");
-  MARLSCHED_REQUIRE(common_episodes >= 1 && common_episodes <= 1024,
-                    "--common-episodes must be in [1, 1024], got " << common_episodes);
-  MARLSCHED_REQUIRE(imitate_iterations >= 0,
-                    "--imitate-iterations must be >= 0, got " << imitate_iterations);
-  MARLSCHED_REQUIRE(imitate_coef >= 0 && std::isfinite(imitate_coef),
-                    "--imitate-coef must be >= 0, got " << imitate_coef);
   MARLSCHED_REQUIRE(imitate.empty() || imitate_iterations > 0,
                     "--imitate " << imitate << " needs --imitate-iterations > 0");
-  MARLSCHED_REQUIRE(base_margin > 0 && std::isfinite(base_margin),
-                    "--base-margin must be positive, got " << base_margin);
 }
 
 void MappoConfig::check_env(const EnvSpec& spec) const {

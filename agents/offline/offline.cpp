@@ -11,24 +11,22 @@ void OfflineConfig::bind(OptionBinder& b) {
   b.add("dataset", dataset,
         "trajectory files or run directories to learn from (marlsched collect, a training run, "
         "a converted log), concatenated");
-  b.add("offline-epochs", epochs, "passes over the dataset per iteration");
-  b.add("offline-minibatch", minibatch, "transitions per gradient step, per rank");
+  b.add("offline-epochs", epochs, "passes over the dataset per iteration").at_least(1);
+  b.add("offline-minibatch", minibatch, "transitions per gradient step, per rank").at_least(1);
   b.add("awr-temperature", temperature,
-        "awr: actor weights exp(standardised advantage / temperature)");
-  b.add("awr-max-weight", max_weight, "awr: the largest actor weight");
+        "awr: actor weights exp(standardised advantage / temperature)")
+      .positive();
+  b.add("awr-max-weight", max_weight, "awr: the largest actor weight").at_least(1);
   b.add("cql-alpha", cql_alpha,
-        "cql: weight of the conservative penalty logsumexp Q(s,.) - Q(s, a_data)");
+        "cql: weight of the conservative penalty logsumexp Q(s,.) - Q(s, a_data)")
+      .at_least(0);
 }
 
 void OfflineConfig::validate() const {
+  check_declared(*this);
   MARLSCHED_REQUIRE(!dataset.empty(),
                     "offline learning needs a dataset: give --dataset "
                     "FILE_OR_RUN_DIR");
-  MARLSCHED_REQUIRE(epochs >= 1, "--offline-epochs must be at least 1, got " << epochs);
-  MARLSCHED_REQUIRE(minibatch >= 1, "--offline-minibatch must be at least 1, got " << minibatch);
-  MARLSCHED_REQUIRE(temperature > 0, "--awr-temperature must be positive, got " << temperature);
-  MARLSCHED_REQUIRE(max_weight >= 1, "--awr-max-weight must be at least 1, got " << max_weight);
-  MARLSCHED_REQUIRE(cql_alpha >= 0, "--cql-alpha must not be negative, got " << cql_alpha);
 }
 
 void check_offline_dataset(const OfflineConfig& cfg, const EnvSpec& spec, int num_agents, int rank,

@@ -15,28 +15,26 @@ namespace marlsched {
 
 void TsdqnConfig::bind(OptionBinder& b) {
   b.group("Agent: two-timescale DQN (tsdqn; the short head takes the DQN options)");
-  b.add("ts-long-lr", long_lr, "learning rate of the long-timescale head");
-  b.add("ts-long-batch", long_batch, "minibatch of the long-timescale head");
+  b.add("ts-long-lr", long_lr, "learning rate of the long-timescale head").learning_rate();
+  b.add("ts-long-batch", long_batch, "minibatch of the long-timescale head").at_least(1);
   b.add("ts-long-warmup", long_warmup, "window transitions before the long head learns");
-  b.add("ts-long-updates", long_updates, "gradient steps of the long head per iteration");
-  b.add("ts-long-target-every", long_target_every, "long head: steps between target copies");
-  b.add("ts-long-eps-decay", long_eps_decay, "windows of linear ε decay of the long head");
+  b.add("ts-long-updates", long_updates, "gradient steps of the long head per iteration")
+      .at_least(0);
+  b.add("ts-long-target-every", long_target_every, "long head: steps between target copies")
+      .at_least(1);
+  b.add("ts-long-eps-decay", long_eps_decay, "windows of linear ε decay of the long head")
+      .at_least(1);
   b.add("ts-long-gamma", long_gamma,
         "long head: discount per window over plain window sums (0: dqn-gamma^window over "
-        "discounted sums, the exact semi-MDP)");
+        "discounted sums, the exact semi-MDP)")
+      .in(0, 1);
   b.add("ts-short-actions", short_actions,
         "short-timescale actions the short head chooses from, by name (empty: all the env's)");
 }
 
 void TsdqnConfig::validate() const {
-  require_learning_rate(long_lr, "ts-long-lr");
-  MARLSCHED_REQUIRE(long_batch >= 1, "--ts-long-batch must be >= 1");
+  check_declared(*this);
   MARLSCHED_REQUIRE(long_warmup >= long_batch, "--ts-long-warmup must be >= --ts-long-batch");
-  MARLSCHED_REQUIRE(long_updates >= 0, "--ts-long-updates must be >= 0");
-  MARLSCHED_REQUIRE(long_target_every >= 1, "--ts-long-target-every must be >= 1");
-  MARLSCHED_REQUIRE(long_eps_decay >= 1, "--ts-long-eps-decay must be >= 1");
-  MARLSCHED_REQUIRE(long_gamma >= 0 && long_gamma <= 1,
-                    "--ts-long-gamma must be in [0, 1] (0: dqn-gamma^window)");
 }
 
 std::vector<int> TsdqnConfig::short_subset(const EnvSpec& spec) const {

@@ -15,48 +15,54 @@ namespace marlsched::aset {
 
 void Config::bind(OptionBinder& b) {
   b.group("Env: edge inference clusters (aset)");
-  b.add("edge-gpus", gpus, "GPUs of each edge cluster, in agent order");
-  b.add("edge-rates", rates, "mean query arrivals per second at each cluster");
+  b.add("edge-gpus", gpus, "GPUs of each edge cluster, in agent order").in(1, 100000);
+  b.add("edge-rates", rates, "mean query arrivals per second at each cluster").at_least(0);
   b.add("edge-replicate", replicate, "cycle --edge-gpus/--edge-rates for more agents");
-  b.add("metros", metros, "metro areas the clusters are spread over (round-robin)");
-  b.add("metro-km", metro_km, "radius of a metro area (km)");
-  b.add("region-km", region_km, "radius of the circle of metro centres (km)");
-  b.add("hop-ms", hop_ms, "latency per router hop (ms)");
-  b.add("route-factor", route_factor, "fibre path length over great-circle distance");
-  b.add("cloud-ms", cloud_ms, "one-way latency from a cluster to the cloud (ms)");
+  b.add("metros", metros, "metro areas the clusters are spread over (round-robin)").at_least(1);
+  b.add("metro-km", metro_km, "radius of a metro area (km)").at_least(0);
+  b.add("region-km", region_km, "radius of the circle of metro centres (km)").at_least(0);
+  b.add("hop-ms", hop_ms, "latency per router hop (ms)").at_least(0);
+  b.add("route-factor", route_factor, "fibre path length over great-circle distance").at_least(1);
+  b.add("cloud-ms", cloud_ms, "one-way latency from a cluster to the cloud (ms)").positive();
   b.add("latency-ms", latency_ms,
         "N x N one-way latencies in ms, row = from (replaces the generated topology)");
   b.add("topology-seed", topology_seed, "seed of the generated cluster positions");
-  b.add("neighbours", neighbours, "offload targets per cluster: its K nearest clusters");
+  b.add("neighbours", neighbours, "offload targets per cluster: its K nearest clusters")
+      .at_least(0);
   b.add("classes", classes, "application classes (one DNN model each)");
-  b.add("deadline-ms", deadline_ms, "end-to-end deadline of each class (ms)");
-  b.add("proc-ms", proc_ms, "processing time per query of each class on an edge GPU (ms)");
-  b.add("cloud-proc-ms", cloud_proc_ms, "processing time per query of each class in the cloud");
-  b.add("mix", mix, "share of each class among arrivals");
-  b.add("proc-jitter", proc_jitter, "σ of the lognormal factor on processing times");
-  b.add("cloud-jitter", cloud_jitter, "σ of the lognormal factor on cloud response times");
-  b.add("burst-factor", burst_factor, "arrival rate multiplier during a burst");
-  b.add("burst-start", burst_start, "per-interval probability that a cluster starts a burst");
-  b.add("burst-end", burst_end, "per-interval probability that a burst ends");
-  b.add("decision-ms", decision_ms, "decision interval Δ (ms)");
-  b.add("edge-episode-steps", episode_steps, "decision intervals per episode");
-  b.add("windows", windows, "exchange windows per interval (0: ceil(Δ / smallest latency), exact)");
-  b.add("shares", shares, "offload shares an action can choose");
-  b.add("w-fail", w_fail, "reward penalty per late or dropped query (success = +1)");
+  b.add("deadline-ms", deadline_ms, "end-to-end deadline of each class (ms)").positive();
+  b.add("proc-ms", proc_ms, "processing time per query of each class on an edge GPU (ms)")
+      .positive();
+  b.add("cloud-proc-ms", cloud_proc_ms, "processing time per query of each class in the cloud")
+      .positive();
+  b.add("mix", mix, "share of each class among arrivals").at_least(0);
+  b.add("proc-jitter", proc_jitter, "σ of the lognormal factor on processing times")
+      .at_least(0)
+      .less_than(2);
+  b.add("cloud-jitter", cloud_jitter, "σ of the lognormal factor on cloud response times")
+      .at_least(0)
+      .less_than(2);
+  b.add("burst-factor", burst_factor, "arrival rate multiplier during a burst").at_least(0);
+  b.add("burst-start", burst_start, "per-interval probability that a cluster starts a burst")
+      .in(0, 1);
+  b.add("burst-end", burst_end, "per-interval probability that a burst ends").in(0, 1);
+  // The env simulates every query; bounds on the interval and the arrivals it holds refuse a
+  // typo (1e-300, 1e308) here instead of running for minutes into bad_alloc.
+  b.add("decision-ms", decision_ms, "decision interval Δ (ms; 1 µs to 1 hour)").in(1e-3, 3.6e6);
+  b.add("edge-episode-steps", episode_steps, "decision intervals per episode").positive();
+  b.add("windows", windows, "exchange windows per interval (0: ceil(Δ / smallest latency), exact)")
+      .in(0, 10000);
+  b.add("shares", shares, "offload shares an action can choose").greater_than(0).at_most(1);
+  b.add("w-fail", w_fail, "reward penalty per late or dropped query (success = +1)").at_least(0);
 }
 
 void Config::validate(int num_agents) const {
+  check_declared(*this);
   const std::size_t n = gpus.size();
   MARLSCHED_REQUIRE(n > 0, "--edge-gpus: at least one cluster is needed");
   MARLSCHED_REQUIRE(rates.size() == n, "--edge-rates has " << rates.size()
                                                            << " values but --edge-gpus has " << n
                                                            << " (one per cluster)");
-  for (int g : gpus)
-    MARLSCHED_REQUIRE(
-        g > 0 && g <= 100000,
-        "--edge-gpus values must be in [1, 100000] (one simulated GPU each), got " << g);
-  for (double r : rates)
-    MARLSCHED_REQUIRE(r >= 0 && std::isfinite(r), "--edge-rates must be finite and >= 0");
   if (replicate)
     MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) >= n,
                       "--edge-replicate cycles "
@@ -70,12 +76,6 @@ void Config::validate(int num_agents) const {
                       "the config defines " << n << " edge clusters but the run has " << num_agents
                                             << " agents (ranks x agents-per-rank); give one "
                                                "--edge-gpus entry per agent or --edge-replicate");
-  MARLSCHED_REQUIRE(metros >= 1, "--metros must be >= 1");
-  for (double v : {metro_km, region_km, hop_ms})
-    MARLSCHED_REQUIRE(v >= 0 && std::isfinite(v), "--metro-km, --region-km, --hop-ms must be >= 0");
-  MARLSCHED_REQUIRE(route_factor >= 1 && std::isfinite(route_factor),
-                    "--route-factor must be >= 1");
-  MARLSCHED_REQUIRE(cloud_ms > 0 && std::isfinite(cloud_ms), "--cloud-ms must be positive");
   if (!latency_ms.empty()) {
     const std::size_t na = static_cast<std::size_t>(num_agents);
     MARLSCHED_REQUIRE(latency_ms.size() == na * na, "--latency-ms needs " << na * na
@@ -89,33 +89,17 @@ void Config::validate(int num_agents) const {
                                           << (i == j ? ">= 0" : "positive") << ", got " << v);
       }
   }
-  MARLSCHED_REQUIRE(neighbours >= 0, "--neighbours must be >= 0");
   const std::size_t c = classes.size();
   MARLSCHED_REQUIRE(c > 0 && c <= 255, "--classes: 1 to 255 classes");
-  auto per_class = [&](const std::vector<double>& v, const char* flag, bool strictly) {
+  auto per_class = [&](const std::vector<double>& v, const char* flag) {
     MARLSCHED_REQUIRE(v.size() == c,
                       "--" << flag << " has " << v.size() << " values but --classes has " << c);
-    for (double x : v)
-      MARLSCHED_REQUIRE(
-          std::isfinite(x) && (strictly ? x > 0 : x >= 0),
-          "--" << flag << " values must be " << (strictly ? "positive" : ">= 0") << ", got " << x);
   };
-  per_class(deadline_ms, "deadline-ms", true);
-  per_class(proc_ms, "proc-ms", true);
-  per_class(cloud_proc_ms, "cloud-proc-ms", true);
-  per_class(mix, "mix", false);
+  per_class(deadline_ms, "deadline-ms");
+  per_class(proc_ms, "proc-ms");
+  per_class(cloud_proc_ms, "cloud-proc-ms");
+  per_class(mix, "mix");
   MARLSCHED_REQUIRE(std::accumulate(mix.begin(), mix.end(), 0.0) > 0, "--mix must not be all zero");
-  MARLSCHED_REQUIRE(proc_jitter >= 0 && proc_jitter < 2 && cloud_jitter >= 0 && cloud_jitter < 2,
-                    "--proc-jitter and --cloud-jitter must be in [0, 2)");
-  MARLSCHED_REQUIRE(burst_factor >= 0 && std::isfinite(burst_factor),
-                    "--burst-factor must be >= 0");
-  MARLSCHED_REQUIRE(burst_start >= 0 && burst_start <= 1 && burst_end >= 0 && burst_end <= 1,
-                    "--burst-start and --burst-end are probabilities in [0, 1]");
-  // The env simulates every query; bound the interval and the arrivals it holds so that a
-  // typo (1e-300, 1e308) is refused here instead of running for minutes into bad_alloc.
-  MARLSCHED_REQUIRE(
-      decision_ms >= 1e-3 && decision_ms <= 3.6e6,
-      "--decision-ms must be in [0.001, 3600000] ms (1 µs to 1 hour), got " << decision_ms);
   for (double r : rates) {
     const double per_interval = r / 1000.0 * decision_ms * std::max(1.0, burst_factor);
     MARLSCHED_REQUIRE(per_interval <= 1e6, "--edge-rates "
@@ -125,12 +109,7 @@ void Config::validate(int num_agents) const {
                                                << " queries per interval at one cluster; the env "
                                                   "simulates each query and allows at most 1e6");
   }
-  MARLSCHED_REQUIRE(episode_steps > 0, "--edge-episode-steps must be positive");
-  MARLSCHED_REQUIRE(windows >= 0 && windows <= 10000, "--windows must be in [0, 10000]");
   MARLSCHED_REQUIRE(!shares.empty(), "--shares needs at least one value");
-  for (double s : shares)
-    MARLSCHED_REQUIRE(s > 0 && s <= 1, "--shares values must be in (0, 1], got " << s);
-  MARLSCHED_REQUIRE(w_fail >= 0 && std::isfinite(w_fail), "--w-fail must be >= 0");
 }
 
 Topology make_topology(const Config& cfg, int n) {

@@ -18,13 +18,12 @@ constexpr std::uint32_t kMagic = 0xC0095A7Eu;  ///< first word of a saved state
 
 void Config::bind(OptionBinder& b) {
   b.group("Env: cooperative signalling game (coop)");
-  b.add("coop-actions", actions, "coop: actions (and signal values) per agent");
-  b.add("coop-steps", steps, "coop: steps per episode");
+  b.add("coop-actions", actions, "coop: actions (and signal values) per agent").at_least(2);
+  b.add("coop-steps", steps, "coop: steps per episode").at_least(1);
 }
 
 void Config::validate(int num_agents) const {
-  MARLSCHED_REQUIRE(actions >= 2, "--coop-actions must be >= 2, got " << actions);
-  MARLSCHED_REQUIRE(steps >= 1, "--coop-steps must be >= 1, got " << steps);
+  check_declared(*this);
   MARLSCHED_REQUIRE(num_agents >= 1, "coop needs at least one agent");
 }
 

@@ -73,14 +73,10 @@ class Generator final : public DataGenerator {
   void bind(OptionBinder& b) override {
     b.group("geodc");
     b.add("out", out_, "output directory of the synthetic traces and the pai_task_table sample");
-    b.add("days", days_, "days of hourly trace per zone (1 to 36600)");
-    b.add("tasks", tasks_, "rows of the sample pai_task_table (1 to 100000000)");
+    b.add("days", days_, "days of hourly trace per zone").in(1, 36600);
+    b.add("tasks", tasks_, "rows of the sample pai_task_table").in(1, 100000000);
   }
-  void validate() const override {
-    MARLSCHED_REQUIRE(days_ >= 1 && days_ <= 36600, "--days must be in [1, 36600], got " << days_);
-    MARLSCHED_REQUIRE(tasks_ >= 1 && tasks_ <= 100000000,
-                      "--tasks must be in [1, 100000000], got " << tasks_);
-  }
+  void validate() const override { check_declared(*this); }
   std::vector<std::string> write() const override {
     make_dirs(out_);
     std::int64_t t0 = 0;

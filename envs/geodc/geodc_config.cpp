@@ -18,39 +18,57 @@ namespace marlsched::geodc {
 void Config::bind(OptionBinder& b) {
   b.group("Env: geo-distributed data centers (geodc)");
   b.add("sites", sites, "grid zone of each data center, in agent order");
-  b.add("regions", regions, "macro-region of each site (US, EU, AP, SA): sets transfer throughput");
+  b.add("regions", regions, "macro-region of each site: sets transfer throughput")
+      .one_of({"US", "EU", "AP", "SA"})
+      .elements_of(sites, "site");
   b.add("utc-offsets", utc_offsets,
-        "local time offset of each site in hours (arrival diurnal shape)");
-  b.add("gpus", gpus, "GPU capacity of each site");
-  b.add("pue", pue, "power usage effectiveness of each site");
-  b.add("arrival-rates", arrival_rates, "mean job arrivals per hour at each site");
+        "local time offset of each site in hours (arrival diurnal shape)")
+      .in(-12, 14)
+      .elements_of(sites, "site");  // the world's time zones run from UTC-12 to UTC+14
+  // Physical ranges (docs/envs/geodc.md, "Ranges"): the largest AI data centers hold about
+  // 1e5 GPUs; PUE runs from 1 (ideal) to about 3; each arrival is simulated as a job.
+  b.add("gpus", gpus, "GPU capacity of each site").in(1, kMaxGpus).elements_of(sites, "site");
+  b.add("pue", pue, "power usage effectiveness of each site").in(1, 5).elements_of(sites, "site");
+  b.add("arrival-rates", arrival_rates,
+        "mean job arrivals per hour at each site (each job is simulated)")
+      .in(0, kMaxArrivalRate)
+      .elements_of(sites, "site");
   b.add("replicate-sites", replicate_sites,
         "cycle the site lists when the run has more agents than sites");
-  b.add("slot-minutes", slot_minutes, "length of a decision slot in minutes");
-  b.add("episode-slots", episode_slots, "slots per episode");
-  b.add("idle-watts", idle_watts, "power of an idle GPU (W)");
-  b.add("busy-watts", busy_watts, "power of a busy GPU (W) for gan-ft, mlm-ft, sd-ft jobs");
-  b.add("transfer-kwh-per-gb", transfer_kwh_per_gb, "network energy per GB forwarded");
-  b.add("workload", workload, "job source: synthetic | alibaba");
+  b.add("slot-minutes", slot_minutes, "length of a decision slot in minutes (dividing 60)");
+  b.add("episode-slots", episode_slots, "slots per episode").in(1, 100000);
+  b.add("idle-watts", idle_watts, "power of an idle GPU (W)").in(0, 1e4);
+  b.add("busy-watts", busy_watts,
+        "power of a busy GPU (W; at least --idle-watts) for gan-ft, mlm-ft, sd-ft jobs")
+      .in(0, 1e4);
+  b.add("transfer-kwh-per-gb", transfer_kwh_per_gb, "network energy per GB forwarded").in(0, 100);
+  b.add("workload", workload, "job source").one_of({"synthetic", "alibaba"});
   b.add("workload-file", workload_file, "pai_task_table CSV (cluster-trace-gpu-v2020) for alibaba");
-  b.add("type-mix", type_mix, "probabilities of gan-ft, mlm-ft, sd-ft jobs");
+  b.add("type-mix", type_mix, "probabilities of gan-ft, mlm-ft, sd-ft jobs").at_least(0);
   b.add("slack-tiers", slack_tiers,
-        "deadline slack multipliers κ (deadline = arrival + κ·duration)");
-  b.add("slack-probs", slack_probs, "probability of each slack tier");
-  b.add("diurnal-amplitude", diurnal_amplitude, "relative amplitude of the daily arrival cycle");
-  b.add("diurnal-peak-hour", diurnal_peak_hour, "local hour of peak arrivals");
-  b.add("max-queue", max_queue, "queue capacity per site; arrivals beyond it are dropped");
-  b.add("max-hops", max_hops, "how many times a job may be forwarded");
+        "deadline slack multipliers κ (deadline = arrival + κ·duration)")
+      .at_least(1);
+  b.add("slack-probs", slack_probs, "probability of each slack tier").at_least(0);
+  b.add("diurnal-amplitude", diurnal_amplitude, "relative amplitude of the daily arrival cycle")
+      .in(0, 1);
+  b.add("diurnal-peak-hour", diurnal_peak_hour, "local hour of peak arrivals")
+      .at_least(0)
+      .less_than(24);
+  b.add("max-queue", max_queue, "queue capacity per site; arrivals beyond it are dropped")
+      .in(1, 1000000);
+  b.add("max-hops", max_hops, "how many times a job may be forwarded").in(0, 1000);
   b.add("site-neighbours", neighbours,
         "forwarding targets per site: 0 = every site (2N actions); K = the site itself and its K "
-        "ring neighbours i+1, i-1, i+2, ... (2(K+1) actions, independent of the site count)");
+        "ring neighbours i+1, i-1, i+2, ... (2(K+1) actions, independent of the site count)")
+      .at_least(0);
   b.add("action-classes", action_classes,
         "decisions per job class: none (one (mode, target) for the queue), type (one per job "
         "type: gan-ft, mlm-ft, sd-ft) or slack (one per slack left: under 1 h, 1-4 h, more); "
-        "with classes an action is one (mode, target) per class, (2T)^3 actions");
+        "with classes an action is one (mode, target) per class, (2T)^3 actions")
+      .one_of({"none", "type", "slack"});
   b.add("carbon-files", carbon_files, "Electricity Maps hourly CSV per site (default: synthetic)");
   b.add("price-files", price_files, "hourly price CSV per site (default: synthetic)");
-  b.add("carbon-column", carbon_column, "carbon intensity column: lca | direct");
+  b.add("carbon-column", carbon_column, "carbon intensity column").one_of({"lca", "direct"});
   b.add("fx", fx,
         "exchange rates to USD, CUR=rate; they override or add to the built-in 2023 means "
         "(docs/envs/geodc.md lists them)");
@@ -60,19 +78,25 @@ void Config::bind(OptionBinder& b) {
         "missing hour: the mean of its neighbours); none: refuse them");
   b.add("trace-start", trace_start,
         "time that episodes' start offsets count from (ISO 8601; UTC unless it has an offset)");
-  b.add("trace-days", trace_days, "episodes start uniformly within this many days of trace-start");
+  b.add("trace-days", trace_days, "episodes start uniformly within this many days of trace-start")
+      .in(1, 36600);
   b.add("trace-seed", trace_seed, "seed of the synthetic traces (the data, not the run)");
   b.add("max-carbon", max_carbon,
         "largest carbon intensity a trace may hold (gCO2eq/kWh); larger values are refused as a "
-        "unit or file error");
+        "unit or file error")
+      .positive();
   b.add("max-price", max_price,
         "largest price magnitude a trace may hold (USD/MWh, after --fx); larger values are "
-        "refused as a unit or file error");
-  b.add("w-work", w_work, "reward per GPU-hour completed within deadline");
-  b.add("w-util", w_util, "reward per unit GPU utilisation");
-  b.add("w-cost", w_cost, "penalty per USD of energy");
-  b.add("w-carbon", w_carbon, "penalty per kg CO2eq");
-  b.add("w-sla", w_sla, "penalty per SLA violation");
+        "refused as a unit or file error")
+      .positive();
+  // Rewards are float32 in the learners and trajectories: a weight that scales an episode's
+  // hundreds of GPU-hours, dollars or kilograms beyond float range is refused here, not found as
+  // an infinite reward later.
+  b.add("w-work", w_work, "reward per GPU-hour completed within deadline").in(-1e6, 1e6);
+  b.add("w-util", w_util, "reward per unit GPU utilisation").in(-1e6, 1e6);
+  b.add("w-cost", w_cost, "penalty per USD of energy").in(-1e6, 1e6);
+  b.add("w-carbon", w_carbon, "penalty per kg CO2eq").in(-1e6, 1e6);
+  b.add("w-sla", w_sla, "penalty per SLA violation").in(-1e6, 1e6);
 }
 
 namespace {
@@ -214,33 +238,14 @@ void Config::keep_sites(std::size_t n) {
 }
 
 void Config::validate(int num_agents) const {
+  check_declared(*this);
   const std::size_t n = sites.size();
   MARLSCHED_REQUIRE(n > 0, "--sites: at least one data center is needed");
   require_per_site(regions, n, "regions");
   require_per_site(utc_offsets, n, "utc-offsets");
-  for (double o : utc_offsets)  // the world's time zones run from UTC-12 to UTC+14
-    MARLSCHED_REQUIRE(std::isfinite(o) && o >= -12 && o <= 14,
-                      "--utc-offsets must be hours in [-12, 14], got " << o);
   require_per_site(gpus, n, "gpus");
   require_per_site(pue, n, "pue");
   require_per_site(arrival_rates, n, "arrival-rates");
-  for (std::size_t i = 0; i < n; ++i) {
-    MARLSCHED_REQUIRE(region_index(regions[i]) >= 0,
-                      "--regions: unknown region '" << regions[i] << "' (use US, EU, AP or SA)");
-    // Physical ranges (docs/envs/geodc.md, "Ranges"): the largest AI data centers hold about
-    // 1e5 GPUs; PUE runs from 1 (ideal) to about 3; each arrival is simulated as a job.
-    MARLSCHED_REQUIRE(gpus[i] > 0 && gpus[i] <= kMaxGpus, "--gpus: site " << sites[i]
-                                                                          << " needs a GPU count "
-                                                                             "in [1, "
-                                                                          << kMaxGpus << "], got "
-                                                                          << gpus[i]);
-    MARLSCHED_REQUIRE(pue[i] >= 1.0 && pue[i] <= 5.0,
-                      "--pue: site " << sites[i] << " needs PUE in [1, 5], got " << pue[i]);
-    MARLSCHED_REQUIRE(arrival_rates[i] >= 0 && arrival_rates[i] <= kMaxArrivalRate,
-                      "--arrival-rates: site "
-                          << sites[i] << " needs a rate in [0, " << kMaxArrivalRate
-                          << "] jobs per hour (each job is simulated), got " << arrival_rates[i]);
-  }
   if (replicate_sites) {
     // Cycling never drops a site: with fewer agents than sites the run would silently leave
     // zones out while config.toml still lists them.
@@ -260,19 +265,11 @@ void Config::validate(int num_agents) const {
   }
   MARLSCHED_REQUIRE(slot_minutes > 0 && 60 % slot_minutes == 0,
                     "--slot-minutes must divide 60, got " << slot_minutes);
-  MARLSCHED_REQUIRE(episode_slots > 0 && episode_slots <= 100000,
-                    "--episode-slots must be in [1, 100000], got " << episode_slots);
-  MARLSCHED_REQUIRE(idle_watts >= 0 && idle_watts <= 1e4,
-                    "--idle-watts must be in [0, 10000] W per GPU, got " << idle_watts);
   MARLSCHED_REQUIRE(busy_watts.size() == kNumJobTypes,
                     "--busy-watts needs " << kNumJobTypes << " values (gan-ft, mlm-ft, sd-ft)");
   for (double w : busy_watts)
-    MARLSCHED_REQUIRE(w >= idle_watts && w <= 1e4,
-                      "--busy-watts values must be in [--idle-watts, 10000] W per GPU, got " << w);
-  MARLSCHED_REQUIRE(transfer_kwh_per_gb >= 0 && transfer_kwh_per_gb <= 100,
-                    "--transfer-kwh-per-gb must be in [0, 100], got " << transfer_kwh_per_gb);
-  MARLSCHED_REQUIRE(workload == "synthetic" || workload == "alibaba",
-                    "--workload: expected synthetic or alibaba, got '" << workload << "'");
+    MARLSCHED_REQUIRE(w >= idle_watts, "--busy-watts values must be at least --idle-watts ("
+                                           << idle_watts << "), got " << w);
   MARLSCHED_REQUIRE(workload != "alibaba" || !workload_file.empty(),
                     "--workload alibaba needs --workload-file (a pai_task_table CSV)");
   MARLSCHED_REQUIRE(workload == "alibaba" || workload_file.empty(),
@@ -281,28 +278,14 @@ void Config::validate(int num_agents) const {
   auto check_probs = [](const std::vector<double>& p, std::size_t k, const char* flag) {
     MARLSCHED_REQUIRE(p.size() == k, "--" << flag << " needs " << k << " values, got " << p.size());
     double s = 0;
-    for (double v : p) {
-      MARLSCHED_REQUIRE(v >= 0 && std::isfinite(v), "--" << flag << " values must be >= 0");
-      s += v;
-    }
+    for (double v : p) s += v;
     // Probabilities, not weights: a mix that does not sum to 1 is a typo more often than not.
     MARLSCHED_REQUIRE(std::abs(s - 1) <= 1e-6,
                       "--" << flag << " are probabilities and must sum to 1, got " << s);
   };
   check_probs(type_mix, kNumJobTypes, "type-mix");
   MARLSCHED_REQUIRE(!slack_tiers.empty(), "--slack-tiers needs at least one value");
-  for (double k : slack_tiers)
-    MARLSCHED_REQUIRE(k >= 1.0 && std::isfinite(k), "--slack-tiers must be >= 1, got " << k);
   check_probs(slack_probs, slack_tiers.size(), "slack-probs");
-  MARLSCHED_REQUIRE(diurnal_amplitude >= 0 && diurnal_amplitude <= 1,
-                    "--diurnal-amplitude must be in [0, 1], got " << diurnal_amplitude);
-  MARLSCHED_REQUIRE(
-      diurnal_peak_hour >= 0 && diurnal_peak_hour < 24,
-      "--diurnal-peak-hour must be a local hour in [0, 24), got " << diurnal_peak_hour);
-  MARLSCHED_REQUIRE(max_queue > 0 && max_queue <= 1000000,
-                    "--max-queue must be in [1, 1000000], got " << max_queue);
-  MARLSCHED_REQUIRE(max_hops >= 0 && max_hops <= 1000,
-                    "--max-hops must be in [0, 1000], got " << max_hops);
   // Every site is every agent's target with --site-neighbours 0: the action space and the spec
   // grow with the square of the agent count.
   MARLSCHED_REQUIRE(neighbours > 0 || num_agents <= kMaxAllTargets,
@@ -310,13 +293,10 @@ void Config::validate(int num_agents) const {
                                << 2 * static_cast<long long>(num_agents)
                                << " actions per agent; above " << kMaxAllTargets
                                << " agents give --site-neighbours K (2(K+1) actions)");
-  MARLSCHED_REQUIRE(neighbours >= 0 && neighbours < std::max(num_agents, 1),
-                    "--site-neighbours must be in [0, " << std::max(num_agents, 1) - 1 << "] with "
-                                                        << num_agents << " agents, got "
-                                                        << neighbours);
-  MARLSCHED_REQUIRE(
-      action_classes == "none" || action_classes == "type" || action_classes == "slack",
-      "--action-classes: expected none, type or slack, got '" << action_classes << "'");
+  MARLSCHED_REQUIRE(neighbours < std::max(num_agents, 1), "--site-neighbours must be in [0, "
+                                                              << std::max(num_agents, 1) - 1
+                                                              << "] with " << num_agents
+                                                              << " agents, got " << neighbours);
   if (action_classes != "none") {
     const long long T = neighbours > 0 ? neighbours + 1 : num_agents;
     MARLSCHED_REQUIRE(8 * T * T * T <= kMaxClassActions,
@@ -333,28 +313,9 @@ void Config::validate(int num_agents) const {
   MARLSCHED_REQUIRE(
       price_files.empty() || price_files.size() == n,
       "--price-files needs one file per site (" << n << "), got " << price_files.size());
-  MARLSCHED_REQUIRE(carbon_column == "lca" || carbon_column == "direct",
-                    "--carbon-column: expected lca or direct, got '" << carbon_column << "'");
   parse_fx(fx);
   TraceRepair::parse(trace_repair);
   trace_start_hour(*this);
-  MARLSCHED_REQUIRE(trace_days > 0 && trace_days <= 36600,
-                    "--trace-days must be in [1, 36600], got " << trace_days);
-  MARLSCHED_REQUIRE(max_carbon > 0 && std::isfinite(max_carbon),
-                    "--max-carbon must be positive and finite, got " << max_carbon);
-  MARLSCHED_REQUIRE(max_price > 0 && std::isfinite(max_price),
-                    "--max-price must be positive and finite, got " << max_price);
-  // Rewards are float32 in the learners and trajectories: a weight that scales an episode's
-  // hundreds of GPU-hours, dollars or kilograms beyond float range is refused here, not found as
-  // an infinite reward later.
-  const std::pair<const char*, double> weights[] = {{"--w-work", w_work},
-                                                    {"--w-util", w_util},
-                                                    {"--w-cost", w_cost},
-                                                    {"--w-carbon", w_carbon},
-                                                    {"--w-sla", w_sla}};
-  for (const auto& [flag, w] : weights)
-    MARLSCHED_REQUIRE(std::isfinite(w) && std::abs(w) <= 1e6,
-                      flag << " must be finite and within ±1e6 (rewards are float32), got " << w);
 }
 
 EnvSpec make_spec(const Config& cfg, int num_agents) {

@@ -86,36 +86,42 @@ Profile select_profile(const Config& cfg) {
 
 void Config::bind(OptionBinder& b) {
   b.group("Env: cooperative batching for edge inference (lstcb)");
-  b.add("batch-rates", rates, "peak request arrivals per second at each edge server");
+  b.add("batch-rates", rates, "peak request arrivals per second at each edge server").at_least(0);
   b.add("batch-replicate", replicate, "cycle --batch-rates for more agents");
   b.add("profile", profile, "model/gpu batch profile (see data/lstcb/batch_profiles.csv)");
   b.add("profile-file", profile_file, "a batch profile CSV (default: the built-in table)");
-  b.add("slo-ms", slo_ms, "latency SLO of a request (ms)");
+  b.add("slo-ms", slo_ms, "latency SLO of a request (ms)").positive();
   b.add("slo-guard-ms", slo_guard_ms,
         "safety margin of the slack mode: it starts a batch so that it ends by slo - guard");
-  b.add("link-ms", link_ms, "one-way latency between neighbouring servers (ms)");
-  b.add("batch-neighbours", neighbours, "cooperating neighbours per server (ring order)");
-  b.add("max-batches", max_batches, "maximum batch sizes the long-timescale decision chooses from");
-  b.add("freqs", freqs, "relative GPU clocks the long-timescale decision chooses from");
-  b.add("steer", steer, "shares of new requests a server may steer to its least loaded neighbour");
-  b.add("timeout-ms", timeout_ms, "queue delay after which the timeout mode dispatches");
-  b.add("slot-ms", slot_ms, "short-timescale decision slot (ms)");
-  b.add("window-slots", window_slots, "slots per long-timescale window");
-  b.add("episode-windows", episode_windows, "windows per episode");
-  b.add("levels", levels, "arrival rate levels (x peak); one holds per window");
-  b.add("level-switch", level_switch, "per-window probability that the rate level changes");
+  b.add("link-ms", link_ms, "one-way latency between neighbouring servers (ms)").positive();
+  b.add("batch-neighbours", neighbours, "cooperating neighbours per server (ring order)")
+      .at_least(0);
+  b.add("max-batches", max_batches, "maximum batch sizes the long-timescale decision chooses from")
+      .in(1, 4096);
+  b.add("freqs", freqs, "relative GPU clocks the long-timescale decision chooses from")
+      .greater_than(0)
+      .at_most(1);
+  b.add("steer", steer, "shares of new requests a server may steer to its least loaded neighbour")
+      .in(0, 1);
+  b.add("timeout-ms", timeout_ms, "queue delay after which the timeout mode dispatches")
+      .at_least(0);
+  b.add("slot-ms", slot_ms, "short-timescale decision slot (ms)").positive();
+  b.add("window-slots", window_slots, "slots per long-timescale window").at_least(1);
+  b.add("episode-windows", episode_windows, "windows per episode").at_least(1);
+  b.add("levels", levels, "arrival rate levels (x peak); one holds per window").at_least(0);
+  b.add("level-switch", level_switch, "per-window probability that the rate level changes")
+      .in(0, 1);
   b.add("bursty", bursty, "short bursts on top of the level (Markov-modulated)");
-  b.add("batch-burst-factor", burst_factor, "rate multiplier during a burst");
-  b.add("batch-burst-start", burst_start, "per-slot probability that a burst starts");
-  b.add("batch-burst-end", burst_end, "per-slot probability that a burst ends");
-  b.add("w-energy", w_energy, "reward penalty per joule");
-  b.add("w-slo", w_slo, "reward penalty per SLO violation");
+  b.add("batch-burst-factor", burst_factor, "rate multiplier during a burst").at_least(0);
+  b.add("batch-burst-start", burst_start, "per-slot probability that a burst starts").in(0, 1);
+  b.add("batch-burst-end", burst_end, "per-slot probability that a burst ends").in(0, 1);
+  b.add("w-energy", w_energy, "reward penalty per joule").at_least(0);
+  b.add("w-slo", w_slo, "reward penalty per SLO violation").at_least(0);
 }
 
 void Config::validate(int num_agents) const {
+  check_declared(*this);
   MARLSCHED_REQUIRE(!rates.empty(), "--batch-rates: at least one server is needed");
-  for (double r : rates)
-    MARLSCHED_REQUIRE(r >= 0 && std::isfinite(r), "--batch-rates must be finite and >= 0");
   if (replicate)
     MARLSCHED_REQUIRE(static_cast<std::size_t>(num_agents) >= rates.size(),
                       "--batch-replicate cycles "
@@ -132,33 +138,12 @@ void Config::validate(int num_agents) const {
                                                "--batch-rates entry per agent or "
                                                "--batch-replicate");
   select_profile(*this);
-  MARLSCHED_REQUIRE(slo_ms > 0 && std::isfinite(slo_ms), "--slo-ms must be positive");
   MARLSCHED_REQUIRE(slo_guard_ms >= 0 && slo_guard_ms < slo_ms,
                     "--slo-guard-ms must be in [0, --slo-ms)");
-  MARLSCHED_REQUIRE(link_ms > 0 && std::isfinite(link_ms), "--link-ms must be positive");
-  MARLSCHED_REQUIRE(neighbours >= 0, "--batch-neighbours must be >= 0");
   MARLSCHED_REQUIRE(!max_batches.empty(), "--max-batches needs at least one value");
-  for (int b : max_batches)
-    MARLSCHED_REQUIRE(b >= 1 && b <= 4096, "--max-batches values must be in [1, 4096]");
   MARLSCHED_REQUIRE(!freqs.empty(), "--freqs needs at least one value");
-  for (double f : freqs) MARLSCHED_REQUIRE(f > 0 && f <= 1, "--freqs values must be in (0, 1]");
   MARLSCHED_REQUIRE(!steer.empty(), "--steer needs at least one value");
-  for (double s : steer) MARLSCHED_REQUIRE(s >= 0 && s <= 1, "--steer values must be in [0, 1]");
-  MARLSCHED_REQUIRE(timeout_ms >= 0 && std::isfinite(timeout_ms), "--timeout-ms must be >= 0");
-  MARLSCHED_REQUIRE(slot_ms > 0 && std::isfinite(slot_ms), "--slot-ms must be positive");
-  MARLSCHED_REQUIRE(window_slots >= 1, "--window-slots must be >= 1");
-  MARLSCHED_REQUIRE(episode_windows >= 1, "--episode-windows must be >= 1");
   MARLSCHED_REQUIRE(!levels.empty(), "--levels needs at least one value");
-  for (double l : levels)
-    MARLSCHED_REQUIRE(l >= 0 && std::isfinite(l), "--levels values must be finite and >= 0");
-  for (double p : {level_switch, burst_start, burst_end})
-    MARLSCHED_REQUIRE(
-        p >= 0 && p <= 1,
-        "--level-switch, --batch-burst-start, --batch-burst-end are probabilities in [0, 1]");
-  MARLSCHED_REQUIRE(burst_factor >= 0 && std::isfinite(burst_factor),
-                    "--batch-burst-factor must be >= 0");
-  MARLSCHED_REQUIRE(w_energy >= 0 && w_slo >= 0 && std::isfinite(w_energy) && std::isfinite(w_slo),
-                    "--w-energy and --w-slo must be finite and >= 0");
   MARLSCHED_REQUIRE(std::ceil(slot_ms / link_ms) <= 1000,
                     "--slot-ms / --link-ms needs more than 1000 exchange windows");
 }

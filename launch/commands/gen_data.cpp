@@ -27,6 +27,7 @@ class GenDataCommand : public Subcommand {
         generators_.push_back(e.make_generator());
         generators_.back()->bind(*binder_);
       }
+    binder_->finish();
     return gen;
   }
   std::optional<int> validate(const dist::Comm& comm) override {

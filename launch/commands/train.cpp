@@ -201,8 +201,9 @@ class TrainCommand : public RunCommand {
       // Before its checkpoints and trajectories are read: a live job's files being written are
       // not damage (a second --auto-resume racing a running resume said they were).
       run_lock_.emplace(run.run_dir, comm.rank());
-      resume_ =
-          plan_resume(run, comm, config_fingerprint(cmd_.binder->to_toml()), quarantine_damaged_);
+      resume_ = plan_resume(
+          run, comm, config_fingerprint(cmd_.binder->to_toml(), cmd_.run.resumable_options()),
+          quarantine_damaged_);
     }
     cmd_.learners.check_copies(run.algo, run.envs_per_rank);
     cmd_.learners.check_inputs(run.algo, prep_.factory->spec(), run.agents_per_rank * comm.size(),

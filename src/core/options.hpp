@@ -1,48 +1,119 @@
 #pragma once
 /// \file options.hpp
-/// Config structs describe their own options through this interface, so that `envs/` and
-/// `agents/` never depend on CLI11: `launch/` implements it with CLI11 (flags and the TOML config
-/// file), tests can implement it with anything. Flags are long names without the leading "--".
+/// Config structs declare their options here, each once: its flag, its help, where its value
+/// lives and what it may hold (a range, a set of choices, whether a resumed run may change it).
+/// `envs/` and `agents/` never depend on CLI11: `launch/` turns the declarations into flags and
+/// config-file keys (with the constraints in --help), every struct's validate() checks its own
+/// declarations (check_declared), and a resume compares the options not declared
+/// may_change_on_resume (RunConfig::resumable_options). Flags are long names without "--".
 
-#include <cmath>
 #include <cstdint>
+#include <deque>
+#include <limits>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
-
-#include "core/error.hpp"
 
 namespace marlsched {
 
-class OptionBinder {
+/// One declared option. The constraint setters return the option, so that a declaration reads
+/// `b.add("es-top", top, "share of the directions").greater_than(0).at_most(1);`.
+class Option {
  public:
-  virtual ~OptionBinder() = default;
-  /// Starts a named group (a section in --help and in the printed config).
-  virtual void group(const std::string& name) = 0;
-  virtual void add(const std::string& flag, int& value, const std::string& help) = 0;
-  virtual void add(const std::string& flag, std::int64_t& value, const std::string& help) = 0;
-  virtual void add(const std::string& flag, std::uint64_t& value, const std::string& help) = 0;
-  virtual void add(const std::string& flag, double& value, const std::string& help) = 0;
-  virtual void add(const std::string& flag, bool& value, const std::string& help) = 0;
-  virtual void add(const std::string& flag, std::string& value, const std::string& help) = 0;
-  virtual void add(const std::string& flag, std::vector<int>& value, const std::string& help) = 0;
-  virtual void add(const std::string& flag, std::vector<double>& value,
-                   const std::string& help) = 0;
-  virtual void add(const std::string& flag, std::vector<std::string>& value,
-                   const std::string& help) = 0;
+  using Value = std::variant<int*, std::int64_t*, std::uint64_t*, double*, bool*, std::string*,
+                             std::vector<int>*, std::vector<double>*, std::vector<std::string>*>;
+  Option(std::string group, std::string flag, std::string help, Value value)
+      : group_(std::move(group)), flag_(std::move(flag)), help_(std::move(help)), value_(value) {}
+
+  /// Numbers (each element of a list): > lo, >= lo, < hi, <= hi, and finite once any bound is
+  /// set.
+  Option& greater_than(double lo);
+  Option& at_least(double lo);
+  Option& less_than(double hi);
+  Option& at_most(double hi);
+  /// > 0.
+  Option& positive() { return greater_than(0); }
+  /// [lo, hi].
+  Option& in(double lo, double hi) { return at_least(lo).at_most(hi); }
+  /// (0, 1]: above 1 an Adam or SGD step overshoots any parameter scale these networks have.
+  Option& learning_rate() { return greater_than(0).at_most(1); }
+  /// Text (each element of a list): one of `choices` ("" among them when empty means none).
+  Option& one_of(std::vector<std::string> choices);
+  /// A list whose element i belongs to `names[i]` (a site of --sites): a violation names it,
+  /// "--gpus: site DE-LU must be ...", instead of "--gpus[1] must be ...". `names` must outlive
+  /// the option (a member of the same config struct).
+  Option& elements_of(const std::vector<std::string>& names, std::string noun);
+  /// A resumed run may give it a new value (run length, logging, evaluation); every other
+  /// option must equal the checkpointed run's.
+  Option& may_change_on_resume();
+
+  const std::string& group() const { return group_; }
+  const std::string& flag() const { return flag_; }
+  const std::string& help() const { return help_; }
+  const Value& value() const { return value_; }
+  bool resumable() const { return resumable_; }
+  /// What the option may hold, for --help: "in (0, 1]", ">= 1", "one of agent, targets"; ""
+  /// when anything of its type goes.
+  std::string rule() const;
+  /// "" when the value keeps the rule, else "--FLAG must be RULE, got VALUE" ("--FLAG[i] ..."
+  /// for element i of a list).
+  std::string violation() const;
+
+ private:
+  std::string group_, flag_, help_;
+  Value value_;
+  double lo_ = -std::numeric_limits<double>::infinity();
+  double hi_ = std::numeric_limits<double>::infinity();
+  bool lo_open_ = false, hi_open_ = false, bounded_ = false, resumable_ = false;
+  std::vector<std::string> choices_;
+  const std::vector<std::string>* names_ = nullptr;
+  std::string noun_;
 };
 
-/// Throws ConfigError "--FLAG must be positive, got V" unless `v` is finite and > 0 (for the
-/// validate() of config structs).
-inline void require_positive(double v, const char* flag) {
-  MARLSCHED_REQUIRE(v > 0 && std::isfinite(v), "--" << flag << " must be positive, got " << v);
-}
+/// Collects the options that config structs declare (`cfg.bind(binder)`). launch/ derives a
+/// CLI11 binder from it (added() makes the flag); on its own it is the declarations of a struct.
+class OptionBinder {
+ public:
+  OptionBinder() = default;
+  OptionBinder(const OptionBinder&) = delete;
+  OptionBinder& operator=(const OptionBinder&) = delete;
+  virtual ~OptionBinder() = default;
 
-/// Throws ConfigError unless `v` is a learning rate in (0, 1]: above 1 an Adam or SGD step
-/// overshoots any parameter scale these networks have, and 1e308 only surfaced as a NaN loss
-/// after the run had started.
-inline void require_learning_rate(double v, const char* flag) {
-  MARLSCHED_REQUIRE(v > 0 && v <= 1,
-                    "--" << flag << " must be a learning rate in (0, 1], got " << v);
+  /// Starts a named group (a section in --help and in the printed config).
+  void group(const std::string& name) { group_ = name; }
+  /// Declares an option bound to `value` (int, int64, uint64, double, bool, string or a vector
+  /// of int, double or string); constrain it through the returned Option.
+  template <class T>
+  Option& add(const std::string& flag, T& value, const std::string& help) {
+    declared_.emplace_back(group_, flag, help, Option::Value(&value));
+    added(declared_.back());
+    return declared_.back();
+  }
+  /// Every option declared so far, in declaration order.
+  const std::deque<Option>& declared() const { return declared_; }
+  /// Throws ConfigError with the first declared option whose value breaks its rule.
+  void check() const;
+  /// The flags declared may_change_on_resume.
+  std::vector<std::string> resumable() const;
+
+ protected:
+  /// Called with each option as it is declared (before its constraints are set).
+  virtual void added(Option&) {}
+
+ private:
+  std::string group_ = "Options";
+  std::deque<Option> declared_;
+};
+
+/// Checks each option that `cfg.bind(binder, args...)` declares against its declared rule (for
+/// validate()); throws ConfigError with the first violation.
+template <class C, class... A>
+void check_declared(const C& cfg, A&&... bind_args) {
+  C copy(cfg);  // bind() takes its members by reference; the copy's values are cfg's
+  OptionBinder declared;
+  copy.bind(declared, std::forward<A>(bind_args)...);
+  declared.check();
 }
 
 }  // namespace marlsched

@@ -38,43 +38,33 @@ void TrajConfig::bind(OptionBinder& b) {
   b.group("Trajectories (HDF5)");
   b.add("traj-every", every,
         "write trajectories to RUN_DIR/trajectories/segment-NNN.h5, flushing every k "
-        "iterations (0: off)");
-  b.add("traj-fields", fields,
-        "optional datasets: observations, next_observations, actions, rewards, log_probs, "
-        "values, reward_components");
-  b.add("traj-compression", compression, "chunk compression: deflate, szip or none");
-  b.add("traj-level", level, "deflate level (1-9)");
-  b.add("traj-shuffle", shuffle, "byte-shuffle chunks before deflate");
-  b.add("traj-chunk-steps", chunk_steps, "rows per HDF5 chunk (0: the rollout length)");
+        "iterations (0: off)")
+      .at_least(0)
+      .may_change_on_resume();
+  b.add("traj-fields", fields, "optional datasets to write (each of the rollout's rows)")
+      .one_of(traj_optional_fields())
+      .may_change_on_resume();
+  b.add("traj-compression", compression, "chunk compression: deflate, szip or none")
+      .one_of({"deflate", "szip", "none"})
+      .may_change_on_resume();
+  b.add("traj-level", level, "deflate level").in(1, 9).may_change_on_resume();
+  b.add("traj-shuffle", shuffle, "byte-shuffle chunks before deflate").may_change_on_resume();
+  b.add("traj-chunk-steps", chunk_steps, "rows per HDF5 chunk (0: the rollout length)")
+      .at_least(0)
+      .may_change_on_resume();
   b.add("traj-writer", writer,
         "who writes and compresses: thread (a background thread per rank), inline (the training "
-        "thread) or auto (the thread where the rank has a spare core)");
+        "thread) or auto (the thread where the rank has a spare core)")
+      .one_of({"auto", "thread", "inline"});
   b.add("traj-sync", sync,
         "when a flush waits for the disk (fsync): checkpoint (at checkpoints and the end; other "
         "flushes reach the OS, which keeps them through a crash of the run but not of the node) "
-        "or flush (every flush)");
+        "or flush (every flush)")
+      .one_of({"checkpoint", "flush"});
 }
 
 void TrajConfig::validate() const {
-  MARLSCHED_REQUIRE(every >= 0, "--traj-every must be >= 0 (0 turns logging off), got " << every);
-  for (const auto& f : fields) {
-    const auto& known = traj_optional_fields();
-    if (std::find(known.begin(), known.end(), f) == known.end()) {
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      MARLSCHED_THROW(ConfigError,
-                      "--traj-fields: unknown field '" << f << "' (known: " << list << ")");
-    }
-  }
-  MARLSCHED_REQUIRE(
-      compression == "deflate" || compression == "szip" || compression == "none",
-      "--traj-compression must be deflate, szip or none, got '" << compression << "'");
-  MARLSCHED_REQUIRE(level >= 1 && level <= 9, "--traj-level must be in 1..9, got " << level);
-  MARLSCHED_REQUIRE(writer == "auto" || writer == "thread" || writer == "inline",
-                    "--traj-writer must be auto, thread or inline, got '" << writer << "'");
-  MARLSCHED_REQUIRE(sync == "checkpoint" || sync == "flush",
-                    "--traj-sync must be checkpoint or flush, got '" << sync << "'");
-  MARLSCHED_REQUIRE(chunk_steps >= 0, "--traj-chunk-steps must be >= 0, got " << chunk_steps);
+  check_declared(*this);
 }
 
 std::string traj_segment_path(const std::string& run_dir, int segment) {

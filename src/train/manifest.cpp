@@ -25,21 +25,14 @@ std::uint64_t file_hash(const std::string& path, std::uint64_t* size) {
   return h;
 }
 
-std::string config_fingerprint(const std::string& toml) {
-  static const char* mutable_keys[] = {"iterations",       "run-dir",          "quiet",
-                                       "eval-after",       "eval-greedy",      "eval-bound",
-                                       "eval-episodes",    "eval-seed",        "check-every",
-                                       "checkpoint-every", "keep-checkpoints", "traj-every",
-                                       "traj-fields",      "traj-compression", "watchdog-s",
-                                       "traj-level",       "traj-chunk-steps", "traj-shuffle",
-                                       "tensorboard"};
+std::string config_fingerprint(const std::string& toml,
+                               const std::vector<std::string>& may_change) {
   std::uint64_t h = kFnvOffset;
   std::istringstream in(toml);
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
     const auto key = line.substr(0, line.find(' '));
-    if (std::find(std::begin(mutable_keys), std::end(mutable_keys), key) != std::end(mutable_keys))
-      continue;
+    if (std::find(may_change.begin(), may_change.end(), key) != may_change.end()) continue;
     line += '\n';
     h = fnv1a64(line.data(), line.size(), h);
   }

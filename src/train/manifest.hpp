@@ -35,9 +35,10 @@ struct Manifest {
 /// FNV-1a 64 of a file's bytes; throws InputError if unreadable.
 std::uint64_t file_hash(const std::string& path, std::uint64_t* size = nullptr);
 
-/// Fingerprint of a resolved config: a hash of its lines, except those keys a resumed run may
-/// change (iterations, run-dir, quiet, evaluation, checkpoint and trajectory settings).
-std::string config_fingerprint(const std::string& resolved_toml);
+/// Fingerprint of a resolved config: a hash of its lines, except those of the keys in
+/// `may_change` (the options a resumed run may change: RunConfig::resumable_options()).
+std::string config_fingerprint(const std::string& resolved_toml,
+                               const std::vector<std::string>& may_change);
 
 /// A run's config.toml as written: `toml` and a last comment line "# marlsched checksum HEX"
 /// (FNV-1a 64 of the bytes before it), so that a resume or an evaluation that reads the file

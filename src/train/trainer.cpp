@@ -34,64 +34,67 @@ void RunConfig::bind(OptionBinder& b, const std::vector<std::string>& learners) 
   for (const auto& a : learners) algos += (algos.empty() ? "" : ", ") + a;
   b.add("algo", algo, "learning algorithm (" + algos + ")");
   b.add("seed", seed, "root seed: env copies, agents, ranks derive theirs from it");
-  b.add("iterations", iterations, "training iterations (rollout + update)");
-  b.add("agents-per-rank", agents_per_rank, "agents hosted by each MPI rank");
-  b.add("envs-per-rank", envs_per_rank, "environment copies per rank");
-  b.add("run-dir", run_dir, "output directory of the run");
-  b.add("eval-episodes", eval_episodes, "episodes per policy in evaluation");
-  b.add("eval-seed", eval_seed, "seed of evaluation episodes (held out from training)");
-  b.add("eval-after", eval_after, "evaluate against the baselines after training");
+  b.add("iterations", iterations, "training iterations (rollout + update)")
+      .at_least(0)
+      .may_change_on_resume();
+  b.add("agents-per-rank", agents_per_rank, "agents hosted by each MPI rank")
+      .in(1, kMaxAgentsPerRank);
+  b.add("envs-per-rank", envs_per_rank, "environment copies per rank").in(1, kMaxEnvsPerRank);
+  b.add("run-dir", run_dir, "output directory of the run").may_change_on_resume();
+  b.add("eval-episodes", eval_episodes, "episodes per policy in evaluation")
+      .in(1, kMaxEvalEpisodes)
+      .may_change_on_resume();
+  b.add("eval-seed", eval_seed, "seed of evaluation episodes (held out from training)")
+      .may_change_on_resume();
+  b.add("eval-after", eval_after, "evaluate against the baselines after training")
+      .may_change_on_resume();
   b.add("eval-greedy", eval_greedy,
-        "evaluate learned policies greedily (most probable action); false: sample as in training");
+        "evaluate learned policies greedily (most probable action); false: sample as in training")
+      .may_change_on_resume();
   b.add("eval-bound", eval_bound,
         "also bracket each evaluation episode's optimum where the env can: a hindsight upper "
         "bound (geodc: an LP relaxation) and a feasible hindsight schedule (geodc: MPC that "
-        "knows the arrivals), with every policy's gap to both");
-  b.add("check-every", check_every, "iterations between cross-rank parameter identity checks");
-  b.add("threads", threads, "torch intra-op threads per rank");
-  b.add("quiet", quiet, "no per-iteration progress lines");
+        "knows the arrivals), with every policy's gap to both")
+      .may_change_on_resume();
+  b.add("check-every", check_every, "iterations between cross-rank parameter identity checks")
+      .at_least(1)
+      .may_change_on_resume();
+  b.add("threads", threads, "torch intra-op threads per rank").in(1, 1024);
+  b.add("quiet", quiet, "no per-iteration progress lines").may_change_on_resume();
   b.add("tensorboard", tensorboard,
-        "write training curves as TensorBoard event files into RUN_DIR/tb");
+        "write training curves as TensorBoard event files into RUN_DIR/tb")
+      .may_change_on_resume();
   b.add("team-scope", team_scope,
         "which agents the team part of the reward (--team-reward) averages: all, or targets (the "
         "agent and its neighbours in the env's targeted action space, e.g. geodc "
-        "--site-neighbours)");
+        "--site-neighbours)")
+      .one_of({"all", "targets"});
   b.add("init-from", init_from,
         "warm start: a trained run or checkpoint directory (same layout and rank count) whose "
         "parameters this run starts from, e.g. an offline-trained bc or awr run for MAPPO");
-  b.add("checkpoint-every", checkpoint_every, "iterations between checkpoints (0: none)");
-  b.add("keep-checkpoints", keep_checkpoints, "how many recent checkpoints to keep");
+  b.add("checkpoint-every", checkpoint_every, "iterations between checkpoints (0: none)")
+      .at_least(0)
+      .may_change_on_resume();
+  b.add("keep-checkpoints", keep_checkpoints, "how many recent checkpoints to keep")
+      .at_least(1)
+      .may_change_on_resume();
   b.add("watchdog-s", watchdog_s,
-        "abort the whole job when a rank makes no progress for this many seconds (0: never)");
+        "abort the whole job when a rank makes no progress for this many seconds (0: never)")
+      .at_least(0)
+      .may_change_on_resume();
   traj.bind(b);
 }
 
+std::vector<std::string> RunConfig::resumable_options() const {
+  RunConfig copy(*this);
+  OptionBinder declared;
+  copy.bind(declared, {});
+  return declared.resumable();
+}
+
 void RunConfig::validate() const {
-  MARLSCHED_REQUIRE(iterations >= 0, "--iterations must be >= 0, got " << iterations);
-  MARLSCHED_REQUIRE(agents_per_rank >= 1,
-                    "--agents-per-rank must be >= 1, got " << agents_per_rank);
-  MARLSCHED_REQUIRE(envs_per_rank >= 1, "--envs-per-rank must be >= 1, got " << envs_per_rank);
+  check_declared(*this, std::vector<std::string>{});
   MARLSCHED_REQUIRE(!run_dir.empty(), "--run-dir must not be empty");
-  // Sizes a machine can hold: each agent of each env copy has its shard, its rollout rows and
-  // its trajectory rows on the rank (the memory estimate after the env is built is finer).
-  MARLSCHED_REQUIRE(agents_per_rank <= kMaxAgentsPerRank, "--agents-per-rank must be at most "
-                                                              << kMaxAgentsPerRank << ", got "
-                                                              << agents_per_rank);
-  MARLSCHED_REQUIRE(envs_per_rank <= kMaxEnvsPerRank, "--envs-per-rank must be at most "
-                                                          << kMaxEnvsPerRank << ", got "
-                                                          << envs_per_rank);
-  MARLSCHED_REQUIRE(
-      eval_episodes >= 1 && eval_episodes <= kMaxEvalEpisodes,
-      "--eval-episodes must be in [1, " << kMaxEvalEpisodes << "], got " << eval_episodes);
-  MARLSCHED_REQUIRE(check_every >= 1, "--check-every must be >= 1");
-  MARLSCHED_REQUIRE(threads >= 1 && threads <= 1024,
-                    "--threads must be in [1, 1024], got " << threads);
-  MARLSCHED_REQUIRE(checkpoint_every >= 0, "--checkpoint-every must be >= 0");
-  MARLSCHED_REQUIRE(std::isfinite(watchdog_s) && watchdog_s >= 0,
-                    "--watchdog-s must be >= 0 (0 turns the watchdog off)");
-  MARLSCHED_REQUIRE(keep_checkpoints >= 1, "--keep-checkpoints must be >= 1");
-  MARLSCHED_REQUIRE(team_scope == "all" || team_scope == "targets",
-                    "--team-scope must be all or targets, got '" << team_scope << "'");
   traj.validate();
 }
 
@@ -431,7 +434,7 @@ void save_checkpoint(const dist::Comm& comm, const RunConfig& run, const std::st
   header.traj_rows = traj.rows();
   header.agents_per_rank = world.local_agents();
   header.envs_per_rank = world.copies();
-  header.config_fingerprint = config_fingerprint(config);
+  header.config_fingerprint = config_fingerprint(config, run.resumable_options());
   dist::heartbeat("checkpoint");
   write_checkpoint(comm, run.run_dir, state.iteration, run.keep_checkpoints, header,
                    [&](const std::string& dir) {

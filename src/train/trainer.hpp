@@ -65,6 +65,9 @@ struct RunConfig {
   /// `learners`: the names --algo accepts, for its help line (the assembling layer's table).
   void bind(OptionBinder& b, const std::vector<std::string>& learners);
   void validate() const;
+  /// The options a resumed run may change (declared may_change_on_resume; only run options
+  /// are): the resume check's fingerprint (config_fingerprint) leaves them out.
+  std::vector<std::string> resumable_options() const;
 };
 
 /// What the env must offer the run's options (--team-scope targets: a targeted action space);

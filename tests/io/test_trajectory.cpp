@@ -303,7 +303,8 @@ TEST(Trajectory, ConfigValidationNamesTheBadValue) {
     c.validate();
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown field 'obsevations'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("--traj-fields[1] must be one of observations, "),
+              std::string::npos);
   }
   c = TrajConfig{};
   c.compression = "lz4";

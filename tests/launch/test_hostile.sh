@@ -71,20 +71,20 @@ expect_error "a chunk beyond HDF5's 4 GiB" 2 "traj-chunk-steps 100000000 makes a
 [ ! -e c1 ] || fail "a refused chunk size created the run directory"
 
 # 7 and 8: sizes without a bound, and finite but absurd physical inputs.
-expect_error "arrivals of 1e9 an hour" 2 "arrival-rates: site US-CAL-CISO needs a rate in \[0, 100000\] jobs per hour" \
+expect_error "arrivals of 1e9 an hour" 2 "arrival-rates: site US-CAL-CISO must be in \[0, 100000\]" \
   -- "$BIN" train "${A[@]}" --arrival-rates 1e9,1,1,1
-expect_error "arrivals of 1e308 an hour" 2 "needs a rate in \[0, 100000\]" -- "$BIN" train "${A[@]}" --arrival-rates 1e308,1,1,1
-expect_error "agents per rank of 2^31 - 1" 2 "agents-per-rank must be at most 65536, got 2147483647" \
+expect_error "arrivals of 1e308 an hour" 2 "must be in \[0, 100000\]" -- "$BIN" train "${A[@]}" --arrival-rates 1e308,1,1,1
+expect_error "agents per rank of 2^31 - 1" 2 "agents-per-rank must be in \[1, 65536\], got 2147483647" \
   -- "$BIN" train --agents-per-rank 2147483647 --replicate-sites
 expect_error "every site a target at 8192 agents" 2 "8192 agents with --site-neighbours 0 .* give --site-neighbours K" \
   -- "$BIN" train --agents-per-rank 8192 --replicate-sites
-expect_error "env copies per rank beyond the bound" 2 "envs-per-rank must be at most 65536" -- "$BIN" train --agents-per-rank 4 --envs-per-rank 100000000
+expect_error "env copies per rank beyond the bound" 2 "envs-per-rank must be in \[1, 65536\]" -- "$BIN" train --agents-per-rank 4 --envs-per-rank 100000000
 expect_error "a rollout larger than the machine" 2 "needs at least .* GiB per rank for its rollouts, more than the" \
   -- "$BIN" train --agents-per-rank 4096 --envs-per-rank 60000 --site-neighbours 4 --replicate-sites
-expect_error "2e9 GPUs at a site" 2 "gpus: site US-CAL-CISO needs a GPU count in \[1, 1000000\], got 2000000000" \
+expect_error "2e9 GPUs at a site" 2 "gpus: site US-CAL-CISO must be in \[1, 1000000\], got 2000000000" \
   -- "$BIN" train "${A[@]}" --gpus 2000000000,48,32,48
-expect_error "a peak at hour 99" 2 "diurnal-peak-hour must be a local hour in \[0, 24), got 99" -- "$BIN" train "${A[@]}" --diurnal-peak-hour 99
-expect_error "a PUE of 50" 2 "pue: site US-CAL-CISO needs PUE in \[1, 5\], got 50" -- "$BIN" train "${A[@]}" --pue 50,1.3,1.5,1.4
+expect_error "a peak at hour 99" 2 "diurnal-peak-hour must be in \[0, 24), got 99" -- "$BIN" train "${A[@]}" --diurnal-peak-hour 99
+expect_error "a PUE of 50" 2 "pue: site US-CAL-CISO must be in \[1, 5\], got 50" -- "$BIN" train "${A[@]}" --pue 50,1.3,1.5,1.4
 expect_error "episodes of 1e9 slots" 2 "episode-slots must be in \[1, 100000\]" -- "$BIN" train "${A[@]}" --episode-slots 1000000000
 expect_error "eval episodes of 2^31 - 1" 2 "eval-episodes must be in \[1, 1048576\], got 2147483647" -- "$BIN" train --agents-per-rank 4 --eval-episodes 2147483647
 printf 'Datetime,Price (USD/MWh)\n' > p1e39.csv

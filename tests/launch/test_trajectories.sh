@@ -54,10 +54,10 @@ assert f["actions"].shape[0] == 16 and f["actions"].compression is None
 PYEOF
 pass "--traj-fields and --traj-compression none are honoured"
 
-expect_error "misspelled trajectory field" 2 "unknown field 'obsevations'" -- \
+expect_error "misspelled trajectory field" 2 "traj-fields\[1\] must be one of observations, .*, got 'obsevations'" -- \
   mpi 2 "$BIN" train --agents-per-rank 2 --traj-fields observations,obsevations --run-dir bad
-expect_error "unknown compression" 2 "deflate, szip or none" -- \
+expect_error "unknown compression" 2 "one of deflate, szip, none" -- \
   "$BIN" train --traj-compression lz4 --run-dir bad
-expect_error "unknown writer" 2 "auto, thread or inline" -- \
+expect_error "unknown writer" 2 "one of auto, thread, inline" -- \
   "$BIN" train --traj-writer async --run-dir bad
 [ ! -e bad ] || fail "a rejected run created its run directory"

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include "agents/registry.hpp"
 #include "envs/geodc/geodc.hpp"
 #include "envs/registry.hpp"
+#include "train/manifest.hpp"
 #include "train/trainer.hpp"
 
 using namespace marlsched;
@@ -102,4 +104,23 @@ TEST(Training, TeamRewardAveragesAllAgentsOrAnAgentsTargets) {
   EXPECT_DOUBLE_EQ(learner_reward(spec, 6, 0, 1.0, true, total, of), (1 + 2 + 32) / 3.0);
   EXPECT_DOUBLE_EQ(learner_reward(spec, 6, 3, 0.5, true, total, of),
                    0.5 * 8 + 0.5 * (8 + 16 + 4) / 3.0);  // agent 3: 3, 4, 2
+}
+
+// What a resumed run may change comes from the run options' declarations; the list is the one
+// checkpoints have always been fingerprinted with, so that runs checkpointed before keep resuming.
+TEST(Training, AResumeMayChangeRunLengthEvaluationCheckpointsAndTrajectoriesOnly) {
+  std::vector<std::string> got = RunConfig{}.resumable_options();
+  std::sort(got.begin(), got.end());
+  const std::vector<std::string> want = {
+      "check-every", "checkpoint-every", "eval-after",       "eval-bound",       "eval-episodes",
+      "eval-greedy", "eval-seed",        "iterations",       "keep-checkpoints", "quiet",
+      "run-dir",     "tensorboard",      "traj-chunk-steps", "traj-compression", "traj-every",
+      "traj-fields", "traj-level",       "traj-shuffle",     "watchdog-s"};
+  EXPECT_EQ(got, want);
+  // A changed iteration count keeps the fingerprint; a changed learning rate does not.
+  const std::string a = "algo = \"es\"\niterations = 10\nes-lr = 0.01\n";
+  const std::string b = "algo = \"es\"\niterations = 20\nes-lr = 0.01\n";
+  const std::string c = "algo = \"es\"\niterations = 10\nes-lr = 0.02\n";
+  EXPECT_EQ(config_fingerprint(a, got), config_fingerprint(b, got));
+  EXPECT_NE(config_fingerprint(a, got), config_fingerprint(c, got));
 }

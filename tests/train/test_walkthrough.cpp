@@ -160,13 +160,11 @@ struct TallyConfig {
   int rollout_steps = 12;
   void bind(OptionBinder& b) {
     b.group("Agent: tally (the walk-through's learner)");
-    b.add("tally-epsilon", epsilon, "tally: probability of a random action while training");
-    b.add("tally-rollout-steps", rollout_steps, "tally: environment steps per update");
+    b.add("tally-epsilon", epsilon, "tally: probability of a random action while training")
+        .in(0, 1);
+    b.add("tally-rollout-steps", rollout_steps, "tally: environment steps per update").at_least(1);
   }
-  void validate() const {
-    MARLSCHED_REQUIRE(epsilon >= 0 && epsilon <= 1, "--tally-epsilon must be in [0, 1]");
-    MARLSCHED_REQUIRE(rollout_steps >= 1, "--tally-rollout-steps must be >= 1");
-  }
+  void validate() const { check_declared(*this); }
 };
 
 // 2. The learner: the mean reward of each (first observation field, action) pair, shared by
@@ -284,29 +282,6 @@ void register_tally() {
   register_learner(std::make_unique<TallyFamily>());
 }
 
-// The flags a learner binds (a binder that only records their names).
-struct FlagNames final : OptionBinder {
-  std::vector<std::string> flags;
-  void group(const std::string&) override {}
-  void add(const std::string& f, int&, const std::string&) override { flags.push_back(f); }
-  void add(const std::string& f, std::int64_t&, const std::string&) override { flags.push_back(f); }
-  void add(const std::string& f, std::uint64_t&, const std::string&) override {
-    flags.push_back(f);
-  }
-  void add(const std::string& f, double&, const std::string&) override { flags.push_back(f); }
-  void add(const std::string& f, bool&, const std::string&) override { flags.push_back(f); }
-  void add(const std::string& f, std::string&, const std::string&) override { flags.push_back(f); }
-  void add(const std::string& f, std::vector<int>&, const std::string&) override {
-    flags.push_back(f);
-  }
-  void add(const std::string& f, std::vector<double>&, const std::string&) override {
-    flags.push_back(f);
-  }
-  void add(const std::string& f, std::vector<std::string>&, const std::string&) override {
-    flags.push_back(f);
-  }
-};
-
 // A run directory for a test's training, named by rank 0 and shared with every rank.
 std::string run_dir(const dist::Comm& comm, const std::string& what) {
   return test::shared_temp_dir(comm, "walkthrough-" + what);
@@ -375,12 +350,19 @@ TEST(WalkThrough, ALearnerDefinedOutsideAgentsJoinsByOneRowAndTrainsAndEvaluates
 
   // Its options group is bound with every learner's, and its validation runs.
   LearnerConfigs learners;
-  FlagNames flags;
-  learners.bind(flags);
-  EXPECT_NE(std::find(flags.flags.begin(), flags.flags.end(), "tally-epsilon"), flags.flags.end());
-  EXPECT_NE(std::find(flags.flags.begin(), flags.flags.end(), "lr-actor"), flags.flags.end());
+  OptionBinder declared;
+  learners.bind(declared);
+  std::vector<std::string> flags;
+  for (const Option& o : declared.declared()) flags.push_back(o.flag());
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "tally-epsilon"), flags.end());
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "lr-actor"), flags.end());
   learners.get<TallyConfig>().epsilon = 2;
-  EXPECT_THROW(learners.validate("tally"), ConfigError);
+  try {
+    learners.validate("tally");
+    ADD_FAILURE() << "an epsilon of 2 was accepted";
+  } catch (const ConfigError& e) {  // the message comes from the declaration
+    EXPECT_STREQ(e.what(), "--tally-epsilon must be in [0, 1], got 2");
+  }
   learners.get<TallyConfig>().epsilon = 0.2;
 
   // The framework trains it on the walk-through's env, checkpoints it and saves its model.
