@@ -4,7 +4,7 @@
 Every project include names a path under the installed include/marlsched/: `core/`, `dist/`,
 `io/`, `rollout/`, `train/` (the framework, src/ in the tree) or `agents/`, `envs/` (the
 plug-ins, at the tree's root); launch/, tests/ and bench/ may also include files beside them,
-and tests/, python/ and launch/commands/ the CLI's headers in launch/.
+and tests/, python/ and launch/cli/commands/ the CLI's headers in launch/cli/.
 No header is reachable under two names, and each folder includes only what the table allows.
 
 Usage: test_layering.py SOURCE_DIR. Prints every violation, exits 1 if there is any.
@@ -66,12 +66,14 @@ def resolve(root, rel, name):
     # The tests' own helpers (tests/test_util.hpp) and the CLI's headers that the tests and the
     # Python module use.
     if rel.startswith(("tests/", "python/")):
-        for extra in ("tests", "launch"):
+        for extra in ("tests", "launch/cli"):
             if os.path.isfile(os.path.join(root, extra, name)):
                 return extra
-    # The subcommands (launch/commands/) use the pieces they share, beside their folder.
-    if rel.startswith("launch/commands/") and os.path.isfile(os.path.join(root, "launch", name)):
-        return "launch"
+    # The subcommands (launch/cli/commands/) use the pieces they share, beside their folder.
+    if rel.startswith("launch/cli/commands/") and os.path.isfile(
+        os.path.join(root, "launch/cli", name)
+    ):
+        return "launch/cli"
     return None
 
 

@@ -1,12 +1,13 @@
 #pragma once
 /// \file error.hpp
-/// One error hierarchy for the whole framework. The launcher (launch/cli.cpp) runs a command in
+/// One error hierarchy for the whole framework. The launcher (launch/cli/cli.cpp) runs a command in
 /// two phases. In phase 1 (configuration, input files, checkpoints; no collectives yet) every
 /// rank catches what it throws, the ranks agree with one allreduce on the lowest rank that
 /// failed, that rank alone prints its message (naming its rank when it is not 0) and every rank
 /// exits with code 2. In phase 2 (the run itself, inside
 /// collectives) the rank that throws prints its rank and message and aborts the job: exit 2 for
-/// a ConfigError or InputError, 1 otherwise. launch/main.cpp catches what escapes both (exit 1).
+/// a ConfigError or InputError, 1 otherwise. launch/cli/main.cpp catches what escapes both (exit
+/// 1).
 
 #include <sstream>
 #include <stdexcept>

@@ -1,5 +1,5 @@
 /// \file fuzz_config.cpp
-/// libFuzzer target: the TOML config reader (launch/config_file.hpp: CLI11's TOML parser plus
+/// libFuzzer target: the TOML config reader (launch/cli/config_file.hpp: CLI11's TOML parser plus
 /// the unknown-key and bad-value checks) with every registered env's options bound, followed by
 /// each env's validation, as `marlsched train --config FILE` does before loading any data.
 /// (The run and learner options live in torch translation units and are not bound here.)

@@ -247,7 +247,7 @@ SlurmJob plan_slurm_job(const SlurmOptions& o, int agents_per_rank, int defined_
   const std::string each_node = "srun --ntasks-per-node=1 --ntasks=\"${SLURM_JOB_NUM_NODES}\" ";
   const std::string shm_setup =
       "# Open MPI shared memory: one backing directory per job start on every node (see "
-      "launch/slurm.cpp)\n"
+      "launch/cli/slurm.cpp)\n"
       "MARLSCHED_SHM=/dev/shm/marlsched-${SLURM_JOB_ID}-$$\n"
       "export OMPI_MCA_btl_vader_backing_directory=$MARLSCHED_SHM\n" +
       each_node + "mkdir -p \"$MARLSCHED_SHM\"";
