@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/learner.hpp"
 #include "core/policy.hpp"
 #include "dist/comm.hpp"
 
@@ -66,6 +67,22 @@ inline PolicyInput one_copy_input(const EnvSpec& spec, const std::vector<float>&
   in.global = {GlobalObs{obs.data(), num_agents, static_cast<int>(obs.size()) / num_agents}};
   in.episode_step = {episode_step};
   return in;
+}
+
+/// The layout of a learner built directly in a test: `n` agents in all, `k` on this rank from
+/// agent `first`, `copies` env copies, the env's `baselines` where the learner asks for one.
+inline LearnerLayout layout(const EnvSpec& spec, const dist::Comm& comm, int n, int first, int k,
+                            int copies, std::uint64_t seed, BaselineMaker baselines = {}) {
+  LearnerLayout l;
+  l.spec = &spec;
+  l.comm = &comm;
+  l.num_agents = n;
+  l.first_agent = first;
+  l.local_agents = k;
+  l.copies = copies;
+  l.seed = seed;
+  l.baselines = std::move(baselines);
+  return l;
 }
 
 }  // namespace marlsched::test

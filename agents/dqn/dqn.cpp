@@ -51,10 +51,9 @@ void DqnConfig::validate() const {
                     "--dqn-warmup must be between --dqn-batch and --dqn-buffer, got " << warmup);
 }
 
-Dqn::Dqn(const DqnConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-         int first_agent, int local_agents, int copies, std::uint64_t seed)
-    : impl_(std::make_unique<Impl>(cfg, spec, comm, num_agents, first_agent, local_agents, copies,
-                                   seed)) {}
+Dqn::Dqn(const DqnConfig& cfg, const LearnerLayout& l)
+    : impl_(std::make_unique<Impl>(cfg, *l.spec, *l.comm, l.num_agents, l.first_agent,
+                                   l.local_agents, l.copies, l.seed)) {}
 
 Dqn::~Dqn() = default;
 

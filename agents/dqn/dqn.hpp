@@ -68,8 +68,7 @@ struct DqnConfig {
 
 class Dqn final : public Learner {
  public:
-  Dqn(const DqnConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-      int first_agent, int local_agents, int copies, std::uint64_t seed);
+  Dqn(const DqnConfig& cfg, const LearnerLayout& layout);
   ~Dqn() override;
 
   std::string name() const override { return "dqn"; }

@@ -16,8 +16,7 @@ class DqnFamily final : public OnDqnNetworks {
   std::vector<OptionsMaker> options() const override { return {options_of<DqnConfig>()}; }
   void validate(const LearnerConfigs& c) const override { c.get<DqnConfig>().validate(); }
   std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
-    return std::make_unique<Dqn>(c.with_device<DqnConfig>(), *l.spec, *l.comm, l.num_agents,
-                                 l.first_agent, l.local_agents, l.copies, l.seed);
+    return std::make_unique<Dqn>(c.with_device<DqnConfig>(), l);
   }
   void export_policy(const std::vector<const Learner*>& ranks, const std::string& path,
                      const std::string& metadata, bool with_critic) const override {

@@ -34,8 +34,7 @@ class EsFamily final : public LearnerFamily {
   double team_reward(const LearnerConfigs&) const override { return 1.0; }
   std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
     const auto& es = c.get<EsConfig>();
-    return std::make_unique<Es>(es, *l.spec, *l.comm, l.num_agents, l.first_agent, l.local_agents,
-                                l.copies, l.seed, baseline(es.imitate, l), baseline(es.base, l));
+    return std::make_unique<Es>(es, l);
   }
   void export_policy(const std::vector<const Learner*>& ranks, const std::string& path,
                      const std::string& metadata, bool with_critic) const override {
@@ -43,14 +42,6 @@ class EsFamily final : public LearnerFamily {
     Es::export_torchscript(learners_as<Es>(ranks), path, metadata);
   }
   int copy_group(const LearnerConfigs&) const override { return Es::kCopyGroup; }
-
- private:
-  /// The maker of the env's baseline `name` (none if empty): --es-imitate's teacher, --es-base.
-  static Es::TeacherMaker baseline(const std::string& name, const LearnerLayout& l) {
-    if (name.empty()) return {};
-    MARLSCHED_CHECK(l.baselines, "es: no env baselines handed in for '" << name << "'");
-    return [name, make = l.baselines, seed = l.seed] { return make(name, seed); };
-  }
 };
 
 }  // namespace

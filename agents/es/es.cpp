@@ -398,15 +398,18 @@ struct Es::Impl {
   }
 };
 
-Es::Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-       int first_agent, int local_agents, int copies, std::uint64_t seed, TeacherMaker teacher,
-       TeacherMaker base) {
+Es::Es(const EsConfig& cfg, const LearnerLayout& l) {
   cfg.validate();
-  cfg.check_env(spec);
-  impl_ =
-      std::make_unique<Impl>(cfg, comm, spec, num_agents, first_agent, local_agents, copies, seed);
-  if (teacher) impl_->teacher = teacher();
-  if (base) impl_->base = base();
+  cfg.check_env(*l.spec);
+  impl_ = std::make_unique<Impl>(cfg, *l.comm, *l.spec, l.num_agents, l.first_agent, l.local_agents,
+                                 l.copies, l.seed);
+  auto baseline = [&](const std::string& name) -> std::unique_ptr<Policy> {
+    if (name.empty()) return nullptr;
+    MARLSCHED_CHECK(l.baselines, "es: no env baselines handed in for '" << name << "'");
+    return l.baselines(name, l.seed);
+  };
+  impl_->teacher = baseline(cfg.imitate);
+  impl_->base = baseline(cfg.base);
 }
 
 bool Es::needs_every_agent() const {

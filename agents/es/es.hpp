@@ -91,11 +91,9 @@ struct EsConfig {
 
 class Es final : public Learner {
  public:
-  /// Makes the teacher of --es-imitate or the baseline of --es-base (each called once, here).
-  using TeacherMaker = std::function<std::unique_ptr<Policy>()>;
-  Es(const EsConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-     int first_agent, int local_agents, int copies, std::uint64_t seed, TeacherMaker teacher = {},
-     TeacherMaker base = {});
+  /// The teacher of --es-imitate and the baseline of --es-base are made here, once each, from
+  /// the layout's `baselines` (the env's).
+  Es(const EsConfig& cfg, const LearnerLayout& layout);
   ~Es() override;
 
   std::string name() const override { return "es"; }

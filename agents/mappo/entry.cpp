@@ -24,9 +24,7 @@ class MappoFamily final : public OnMappoNetworks {
                                      "actor's input); use --algo mappo");
   }
   std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
-    return std::make_unique<Mappo>(config(c.with_device<MappoConfig>()), *l.spec, *l.comm,
-                                   l.num_agents, l.first_agent, l.local_agents, l.copies, l.seed,
-                                   l.baselines);
+    return std::make_unique<Mappo>(config(c.with_device<MappoConfig>()), l);
   }
   void export_policy(const std::vector<const Learner*>& ranks, const std::string& path,
                      const std::string& metadata, bool with_critic) const override {

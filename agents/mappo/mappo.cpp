@@ -4,11 +4,9 @@
 
 namespace marlsched {
 
-Mappo::Mappo(const MappoConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-             int first_agent, int local_agents, int copies, std::uint64_t seed,
-             const BaselineMaker& baselines)
-    : impl_(std::make_unique<Impl>(cfg, spec, comm, num_agents, first_agent, local_agents, copies,
-                                   seed, baselines)) {}
+Mappo::Mappo(const MappoConfig& cfg, const LearnerLayout& l)
+    : impl_(std::make_unique<Impl>(cfg, *l.spec, *l.comm, l.num_agents, l.first_agent,
+                                   l.local_agents, l.copies, l.seed, l.baselines)) {}
 
 Mappo::~Mappo() = default;
 

@@ -124,10 +124,9 @@ struct MappoConfig {
 
 class Mappo final : public Learner {
  public:
-  /// `baselines`: the env's, for --imitate and --base-policy (needed only where they are set).
-  Mappo(const MappoConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-        int first_agent, int local_agents, int copies, std::uint64_t seed,
-        const BaselineMaker& baselines = {});
+  /// The layout's `baselines` (the env's) serve --imitate and --base-policy (needed only where
+  /// they are set).
+  Mappo(const MappoConfig& cfg, const LearnerLayout& layout);
   ~Mappo() override;
 
   std::string name() const override;

@@ -24,8 +24,7 @@ class MasacFamily final : public LearnerFamily {
     return c.get<MasacConfig>().team_reward;
   }
   std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
-    return std::make_unique<Masac>(c.with_device<MasacConfig>(), *l.spec, *l.comm, l.num_agents,
-                                   l.first_agent, l.local_agents, l.copies, l.seed, maddpg_);
+    return std::make_unique<Masac>(c.with_device<MasacConfig>(), l, maddpg_);
   }
   void export_policy(const std::vector<const Learner*>& ranks, const std::string& path,
                      const std::string& metadata, bool with_critic) const override {

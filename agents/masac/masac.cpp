@@ -4,10 +4,9 @@
 
 namespace marlsched {
 
-Masac::Masac(const MasacConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-             int first_agent, int local_agents, int copies, std::uint64_t seed, bool maddpg)
-    : impl_(std::make_unique<Impl>(cfg, maddpg, spec, comm, num_agents, first_agent, local_agents,
-                                   copies, seed)) {}
+Masac::Masac(const MasacConfig& cfg, const LearnerLayout& l, bool maddpg)
+    : impl_(std::make_unique<Impl>(cfg, maddpg, *l.spec, *l.comm, l.num_agents, l.first_agent,
+                                   l.local_agents, l.copies, l.seed)) {}
 
 std::string Masac::name() const {
   return impl_->ddpg ? "maddpg" : "masac";

@@ -73,8 +73,7 @@ struct MasacConfig {
 class Masac final : public Learner {
  public:
   /// `maddpg`: the MADDPG variant (see the file comment).
-  Masac(const MasacConfig& cfg, const EnvSpec& spec, const dist::Comm& comm, int num_agents,
-        int first_agent, int local_agents, int copies, std::uint64_t seed, bool maddpg = false);
+  Masac(const MasacConfig& cfg, const LearnerLayout& layout, bool maddpg = false);
   ~Masac() override;
 
   std::string name() const override;  ///< "masac" or "maddpg"

@@ -32,9 +32,8 @@ class PolicyFromData final : public OnMappoNetworks {
                                "belong to online MAPPO");
   }
   std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
-    return std::make_unique<OfflineLearner>(
-        method_, c.get<OfflineConfig>(), c.with_device<MappoConfig>(), *l.spec, *l.comm,
-        l.num_agents, l.first_agent, l.local_agents, l.copies, l.seed, l.team_targets);
+    return std::make_unique<OfflineLearner>(method_, c.get<OfflineConfig>(),
+                                            c.with_device<MappoConfig>(), l);
   }
   void export_policy(const std::vector<const Learner*>& ranks, const std::string& path,
                      const std::string& metadata, bool with_critic) const override {
@@ -74,9 +73,7 @@ class CqlFamily final : public OnDqnNetworks {
     c.get<OfflineConfig>().validate();
   }
   std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
-    return std::make_unique<CqlLearner>(c.get<OfflineConfig>(), c.with_device<DqnConfig>(), *l.spec,
-                                        *l.comm, l.num_agents, l.first_agent, l.local_agents,
-                                        l.copies, l.seed, l.team_targets);
+    return std::make_unique<CqlLearner>(c.get<OfflineConfig>(), c.with_device<DqnConfig>(), l);
   }
   void export_policy(const std::vector<const Learner*>& ranks, const std::string& path,
                      const std::string& metadata, bool with_critic) const override {

@@ -46,20 +46,17 @@ void check_offline_dataset(const OfflineConfig& cfg, const EnvSpec& spec, int nu
 }
 
 OfflineLearner::OfflineLearner(OfflineMethod method, const OfflineConfig& cfg,
-                               const MappoConfig& nets, const EnvSpec& spec, const dist::Comm& comm,
-                               int num_agents, int first_agent, int local_agents, int copies,
-                               std::uint64_t seed, bool team_targets)
+                               const MappoConfig& nets, const LearnerLayout& l)
     : method_(method),
       cfg_(cfg),
       team_reward_(nets.team_reward),
-      team_targets_(team_targets),
-      spec_(spec),
-      comm_(comm),
-      first_(first_agent),
-      k_(local_agents),
-      mappo_(std::make_unique<Mappo>(nets, spec, comm, num_agents, first_agent, local_agents,
-                                     copies, seed)),
-      values_(static_cast<std::size_t>(copies * local_agents),
+      team_targets_(l.team_targets),
+      spec_(*l.spec),
+      comm_(*l.comm),
+      first_(l.first_agent),
+      k_(l.local_agents),
+      mappo_(std::make_unique<Mappo>(nets, l)),
+      values_(static_cast<std::size_t>(l.copies * l.local_agents),
               std::numeric_limits<float>::quiet_NaN()) {
   cfg_.validate();
   MARLSCHED_REQUIRE(method_ != OfflineMethod::kAwr || nets.critic_kind() != CriticKind::kPooled,
@@ -111,17 +108,14 @@ DqnConfig offline_dqn(DqnConfig c, double alpha) {
 
 }  // namespace
 
-CqlLearner::CqlLearner(const OfflineConfig& cfg, const DqnConfig& nets, const EnvSpec& spec,
-                       const dist::Comm& comm, int num_agents, int first_agent, int local_agents,
-                       int copies, std::uint64_t seed, bool team_targets)
+CqlLearner::CqlLearner(const OfflineConfig& cfg, const DqnConfig& nets, const LearnerLayout& l)
     : cfg_(cfg),
-      team_targets_(team_targets),
-      spec_(spec),
-      comm_(comm),
-      first_(first_agent),
-      k_(local_agents),
-      dqn_(std::make_unique<Dqn>(offline_dqn(nets, cfg.cql_alpha), spec, comm, num_agents,
-                                 first_agent, local_agents, copies, seed)) {
+      team_targets_(l.team_targets),
+      spec_(*l.spec),
+      comm_(*l.comm),
+      first_(l.first_agent),
+      k_(l.local_agents),
+      dqn_(std::make_unique<Dqn>(offline_dqn(nets, cfg.cql_alpha), l)) {
   cfg_.validate();
   dqn_->set_training(false);
 }

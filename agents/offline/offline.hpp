@@ -50,8 +50,7 @@ enum class OfflineMethod { kClone, kAwr };
 class OfflineLearner final : public Learner {
  public:
   OfflineLearner(OfflineMethod method, const OfflineConfig& cfg, const MappoConfig& nets,
-                 const EnvSpec& spec, const dist::Comm& comm, int num_agents, int first_agent,
-                 int local_agents, int copies, std::uint64_t seed, bool team_targets);
+                 const LearnerLayout& layout);
 
   std::string name() const override { return method_ == OfflineMethod::kClone ? "bc" : "awr"; }
   using Learner::act;
@@ -91,9 +90,7 @@ class OfflineLearner final : public Learner {
 /// evaluated without --deterministic); its rollouts only show its online utility.
 class CqlLearner final : public Learner {
  public:
-  CqlLearner(const OfflineConfig& cfg, const DqnConfig& nets, const EnvSpec& spec,
-             const dist::Comm& comm, int num_agents, int first_agent, int local_agents, int copies,
-             std::uint64_t seed, bool team_targets);
+  CqlLearner(const OfflineConfig& cfg, const DqnConfig& nets, const LearnerLayout& layout);
 
   std::string name() const override { return "cql"; }
   using Learner::act;

@@ -27,9 +27,7 @@ class TsdqnFamily final : public OnDqnNetworks {
     c.get<TsdqnConfig>().short_subset(spec);
   }
   std::unique_ptr<Learner> make(const LearnerConfigs& c, const LearnerLayout& l) const override {
-    return std::make_unique<TwoTimescaleDqn>(c.get<TsdqnConfig>(), c.with_device<DqnConfig>(),
-                                             *l.spec, *l.comm, l.num_agents, l.first_agent,
-                                             l.local_agents, l.copies, l.seed);
+    return std::make_unique<TwoTimescaleDqn>(c.get<TsdqnConfig>(), c.with_device<DqnConfig>(), l);
   }
 };
 

@@ -131,23 +131,28 @@ void check_tsdqn_env(const EnvSpec& spec) {
                                         << " steps");
 }
 
-TwoTimescaleDqn::TwoTimescaleDqn(const TsdqnConfig& ts, const DqnConfig& dqn, const EnvSpec& spec,
-                                 const dist::Comm& comm, int num_agents, int first_agent,
-                                 int local_agents, int copies, std::uint64_t seed)
+TwoTimescaleDqn::TwoTimescaleDqn(const TsdqnConfig& ts, const DqnConfig& dqn,
+                                 const LearnerLayout& layout)
     : impl_(std::make_unique<Impl>()) {
   auto& m = *impl_;
+  const EnvSpec& spec = *layout.spec;
   check_tsdqn_env(spec);
   m.S = spec.action_heads[1];
   m.W = spec.long_every;
-  m.rows = copies * local_agents;
+  m.rows = layout.copies * layout.local_agents;
   m.gamma = ts.long_gamma > 0 ? 1.0 : dqn.gamma;
   m.long_spec = head_spec(spec, 0);
   m.short_of = ts.short_subset(spec);
   m.short_spec = head_spec(spec, 1, m.short_of);
-  m.lo = std::make_unique<Dqn>(ts.long_head(dqn, m.W), m.long_spec, comm, num_agents, first_agent,
-                               local_agents, copies, derive_seed(seed, {0x1046}));
-  m.sh = std::make_unique<Dqn>(dqn, m.short_spec, comm, num_agents, first_agent, local_agents,
-                               copies, derive_seed(seed, {0x5407}));
+  // Each head is a DQN of the same layout over its own head's spec and seed.
+  auto head = [&](const EnvSpec& head_spec, std::uint64_t stream) {
+    LearnerLayout l = layout;
+    l.spec = &head_spec;
+    l.seed = derive_seed(layout.seed, {stream});
+    return l;
+  };
+  m.lo = std::make_unique<Dqn>(ts.long_head(dqn, m.W), head(m.long_spec, 0x1046));
+  m.sh = std::make_unique<Dqn>(dqn, head(m.short_spec, 0x5407));
   m.long_act.assign(static_cast<std::size_t>(m.rows), 0);
   m.acc.assign(static_cast<std::size_t>(m.rows), 0.f);
   for (const char* head : {"long_", "short_"})

@@ -54,9 +54,7 @@ void check_tsdqn_env(const EnvSpec& spec);
 
 class TwoTimescaleDqn final : public Learner {
  public:
-  TwoTimescaleDqn(const TsdqnConfig& ts, const DqnConfig& dqn, const EnvSpec& spec,
-                  const dist::Comm& comm, int num_agents, int first_agent, int local_agents,
-                  int copies, std::uint64_t seed);
+  TwoTimescaleDqn(const TsdqnConfig& ts, const DqnConfig& dqn, const LearnerLayout& layout);
   ~TwoTimescaleDqn() override;
 
   std::string name() const override { return "tsdqn"; }

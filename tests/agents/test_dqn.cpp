@@ -39,7 +39,7 @@ TEST_P(DqnTargets, LearnsAContextualBanditAndAnnealsEpsilon) {
   Bandit b;
   DqnConfig cfg = small();
   cfg.double_dqn = GetParam();
-  Dqn q(cfg, b.spec, self, 1, 0, 1, 1, 7);
+  Dqn q(cfg, test::layout(b.spec, self, 1, 0, 1, 1, 7));
   EXPECT_DOUBLE_EQ(q.epsilon(), 1.0);
   int t = 0;
   test::train_bandit(q, b, 40, t);
@@ -64,12 +64,13 @@ TEST_P(DqnTargets, LearnsAContextualBanditAndAnnealsEpsilon) {
 TEST(Dqn, SaveLoadContinuesExactlyAndChecksTheLayout) {
   dist::Comm self(MPI_COMM_SELF, false);
   Bandit b1, b2;
-  Dqn a(small(), b1.spec, self, 1, 0, 1, 1, 11);
+  Dqn a(small(), test::layout(b1.spec, self, 1, 0, 1, 1, 11));
   int t1 = 0;
   test::train_bandit(a, b1, 6, t1);
   const auto dir = test::temp_dir("dqn-save");
   a.save(dir + "/m.pt");
-  Dqn b(small(), b2.spec, self, 1, 0, 1, 1, 99);  // other seed: everything comes from the file
+  Dqn b(small(),
+        test::layout(b2.spec, self, 1, 0, 1, 1, 99));  // other seed: everything comes from the file
   b.load(dir + "/m.pt");
   EXPECT_EQ(a.replay_size(), b.replay_size());
   EXPECT_DOUBLE_EQ(a.epsilon(), b.epsilon());
@@ -81,7 +82,7 @@ TEST(Dqn, SaveLoadContinuesExactlyAndChecksTheLayout) {
   DqnConfig other = small();
   other.hidden = {32};
   other.share = false;
-  Dqn c(other, b1.spec, self, 1, 0, 1, 1, 1);
+  Dqn c(other, test::layout(b1.spec, self, 1, 0, 1, 1, 1));
   EXPECT_THROW(c.load(dir + "/m.pt"), ConfigError);
 }
 

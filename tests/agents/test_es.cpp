@@ -75,7 +75,7 @@ EsConfig small() {
 TEST(Es, LearnsAContextualBanditFromAntitheticPairs) {
   dist::Comm self(MPI_COMM_SELF, false);
   Bandit b;
-  Es l(small(), b.spec, self, 1, 0, 1, 8, 7);
+  Es l(small(), test::layout(b.spec, self, 1, 0, 1, 8, 7));
   EXPECT_EQ(l.common_episodes(), 2);
   EXPECT_EQ(l.parameter_count(), (2 + 1 + 1 + 1) * 3);  // linear: (obs, public, id, bias) x 3
   int t = 0;
@@ -93,7 +93,7 @@ TEST(Es, AnMlpPolicyLearnsItToo) {
   Bandit b;
   EsConfig c = small();
   c.hidden = {8};
-  Es l(c, b.spec, self, 1, 0, 1, 8, 3);
+  Es l(c, test::layout(b.spec, self, 1, 0, 1, 8, 3));
   EXPECT_EQ(l.parameter_count(), 8 * (4 + 1) + 3 * (8 + 1));
   int t = 0;
   train_es(l, b, 8, 80, t);
@@ -105,7 +105,7 @@ TEST(Es, EqualReturnsInEveryPairLeaveTheParametersAlone) {
   // With common random numbers a pair whose two policies act alike scores alike: no step.
   dist::Comm self(MPI_COMM_SELF, false);
   Bandit b;
-  Es l(small(), b.spec, self, 1, 0, 1, 4, 7);
+  Es l(small(), test::layout(b.spec, self, 1, 0, 1, 4, 7));
   const auto before = l.shared_parameter_digest();
   l.set_training(true);
   std::vector<int> a;
@@ -125,12 +125,12 @@ TEST(Es, EqualReturnsInEveryPairLeaveTheParametersAlone) {
 TEST(Es, SaveLoadContinuesExactlyAndChecksTheLayout) {
   dist::Comm self(MPI_COMM_SELF, false);
   Bandit b1, b2;
-  Es a(small(), b1.spec, self, 1, 0, 1, 4, 11);
+  Es a(small(), test::layout(b1.spec, self, 1, 0, 1, 4, 11));
   int t1 = 0;
   train_es(a, b1, 4, 5, t1);
   const auto dir = test::temp_dir("es-save");
   a.save(dir + "/m.pt");
-  Es b(small(), b2.spec, self, 1, 0, 1, 4, 11);
+  Es b(small(), test::layout(b2.spec, self, 1, 0, 1, 4, 11));
   b.load(dir + "/m.pt");
   EXPECT_EQ(a.shared_parameter_digest(), b.shared_parameter_digest());
   b2.obs = b1.obs;
@@ -141,7 +141,7 @@ TEST(Es, SaveLoadContinuesExactlyAndChecksTheLayout) {
   EXPECT_EQ(a.shared_parameter_digest(), b.shared_parameter_digest());
   EsConfig wide = small();
   wide.hidden = {4};
-  Es other(wide, b1.spec, self, 1, 0, 1, 4, 1);  // another network
+  Es other(wide, test::layout(b1.spec, self, 1, 0, 1, 4, 1));  // another network
   EXPECT_THROW(other.load(dir + "/m.pt"), ConfigError);
   {
     std::ofstream junk(dir + "/junk.pt");
@@ -207,14 +207,14 @@ TEST(Es, OptionsAndCopiesAreValidated) {
   dist::Comm self(MPI_COMM_SELF, false);
   Bandit b;
   for (int copies : {1, 3}) {  // acting (evaluation, export) is fine; training needs pairs
-    Es l(EsConfig{}, b.spec, self, 1, 0, 1, copies, 1);
+    Es l(EsConfig{}, test::layout(b.spec, self, 1, 0, 1, copies, 1));
     std::vector<int> a;
     l.act(b.input(), a);
     EXPECT_THROW(l.set_training(true), ConfigError) << copies << " copies";
   }
   EnvSpec endless = b.spec;
   endless.episode_length = 0;
-  EXPECT_THROW(Es(EsConfig{}, endless, self, 1, 0, 1, 2, 1), ConfigError);
+  EXPECT_THROW(Es(EsConfig{}, test::layout(endless, self, 1, 0, 1, 2, 1)), ConfigError);
 }
 
 // act() shares the first layer's product over the public fields and the id among a world's
@@ -253,7 +253,7 @@ TEST(Es, ActMatchesTheReferenceForward) {
     c.actor = actor;
     c.init_scale = 1.0;
     const EnvSpec& spec = heads ? factored : actor == "targets" ? targeted : b.spec;
-    Es l(c, spec, self, n, first, k, copies, 11);
+    Es l(c, test::layout(spec, self, n, first, k, copies, 11));
     Rng r(5);
     std::vector<float> obs(static_cast<std::size_t>(n * b.spec.obs_dim()));
     auto draw = [&] {
@@ -304,7 +304,7 @@ TEST(Es, ActMatchesTheReferenceForward) {
     if (actor != "targets" && !heads) continue;
     // The exported per-target (or factored) policy, one rank holding every agent, acts as the
     // learner.
-    Es whole(c, spec, self, n, 0, n, copies, 13);
+    Es whole(c, test::layout(spec, self, n, 0, n, copies, 13));
     const auto dir = test::temp_dir("es-export-targets");
     export_learners("es", {&whole}, dir + "/policy.pt", R"({"format": "marlsched-policy"})", false);
     test::expect_export_matches(dir + "/policy.pt", spec, n, [&](const GlobalObs& g, int a) {
@@ -320,7 +320,7 @@ TEST(Es, ActMatchesTheReferenceForward) {
     whole.save(path);
     EsConfig other = c;
     other.actor = "agent";
-    Es agent_input(other, b.spec, self, n, 0, n, copies, 13);
+    Es agent_input(other, test::layout(b.spec, self, n, 0, n, copies, 13));
     EXPECT_THROW(agent_input.load(path), ConfigError);
   }
 }
@@ -348,7 +348,7 @@ struct FixedPolicy final : Policy {
 TEST(Es, ABaseIsFollowedAtZeroAndOverruledWhereItIsWrong) {
   dist::Comm self(MPI_COMM_SELF, false);
   auto maker = [](std::function<int(int)> pick) {
-    return [pick] {
+    return [pick](const std::string&, std::uint64_t) {
       auto p = std::make_unique<FixedPolicy>();
       p->pick = pick;
       return std::unique_ptr<Policy>(std::move(p));
@@ -364,7 +364,8 @@ TEST(Es, ABaseIsFollowedAtZeroAndOverruledWhereItIsWrong) {
     c.base = "fixed";
     for (const std::string actor : {"agent", "targets"}) {
       c.actor = actor;
-      Es l(c, spec, self, 4, 0, 4, 2, 3, {}, maker([](int agent) { return 7 * agent + 2; }));
+      Es l(c,
+           test::layout(spec, self, 4, 0, 4, 2, 3, maker([](int agent) { return 7 * agent + 2; })));
       std::vector<float> obs(8, 0.5f);
       std::vector<int> a;
       l.act(test::one_copy_input(spec, obs, 4, 0, 4, 0), a);
@@ -377,7 +378,7 @@ TEST(Es, ABaseIsFollowedAtZeroAndOverruledWhereItIsWrong) {
   c.base = "fixed";
   c.base_margin = 0.1;
   auto always0 = maker([](int) { return 0; });
-  Es l(c, b.spec, self, 1, 0, 1, 8, 7, {}, always0);
+  Es l(c, test::layout(b.spec, self, 1, 0, 1, 8, 7, always0));
   EXPECT_EQ(greedy(l, b, 1.f), 0);  // the baseline's action before any step
   int t = 0;
   train_es(l, b, 8, 80, t);
@@ -385,16 +386,16 @@ TEST(Es, ABaseIsFollowedAtZeroAndOverruledWhereItIsWrong) {
   EXPECT_EQ(greedy(l, b, -1.f), 2);
   const auto dir = test::temp_dir("es-base");
   l.save(dir + "/m.pt");
-  Es same(c, b.spec, self, 1, 0, 1, 8, 7, {}, always0);
+  Es same(c, test::layout(b.spec, self, 1, 0, 1, 8, 7, always0));
   same.load(dir + "/m.pt");
   EXPECT_EQ(same.shared_parameter_digest(), l.shared_parameter_digest());
   EsConfig none = small(), wider = c;
   wider.base_margin = 1.0;
   for (const EsConfig& other : {none, wider}) {
-    Es o(other, b.spec, self, 1, 0, 1, 8, 7, {}, always0);
+    Es o(other, test::layout(b.spec, self, 1, 0, 1, 8, 7, always0));
     EXPECT_THROW(o.load(dir + "/m.pt"), ConfigError) << other.base << " " << other.base_margin;
   }
-  Es plain(none, b.spec, self, 1, 0, 1, 8, 7);
+  Es plain(none, test::layout(b.spec, self, 1, 0, 1, 8, 7));
   plain.save(dir + "/plain.pt");
   EXPECT_THROW(same.load(dir + "/plain.pt"), ConfigError);
   EXPECT_THROW(export_learners("es", {&l}, dir + "/policy.pt", "{}", false), ConfigError);

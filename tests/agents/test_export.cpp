@@ -121,7 +121,7 @@ TEST(Export, SharedActorMatchesTheTrainerInLibtorchAndPyTorch) {
   cfg.actor_hidden = {16, 8};
   cfg.critic_hidden = {12};
   const int n = 3, d = 5;
-  Mappo m(cfg, spec(), self, n, 0, n, 1, 11);
+  Mappo m(cfg, test::layout(spec(), self, n, 0, n, 1, 11));
   const auto dir = test::temp_dir("export-shared");
   const std::string path = dir + "/policy.pt";
   Mappo::export_torchscript({&m}, path, R"({"format": "marlsched-policy"})", true);
@@ -138,7 +138,8 @@ TEST(Export, SeparateActorsFromSeveralRanksAreGathered) {
   cfg.critic_hidden = {8};
   const int n = 4, d = 5, k = 2;
   // Two "ranks" of a 2 x 2 layout, as `marlsched export` loads them from a run directory.
-  Mappo r0(cfg, spec(), self, n, 0, k, 1, 3), r1(cfg, spec(), self, n, 2, k, 1, 3);
+  Mappo r0(cfg, test::layout(spec(), self, n, 0, k, 1, 3)),
+      r1(cfg, test::layout(spec(), self, n, 2, k, 1, 3));
   const auto dir = test::temp_dir("export-separate");
   const std::string path = dir + "/policy.pt";
   Mappo::export_torchscript({&r0, &r1}, path, "{}", true);
@@ -156,7 +157,8 @@ TEST(Export, ActorGroupsMatchTheTrainer) {
   cfg.actor_hidden = {8};
   cfg.critic_hidden = {8};
   const int n = 4, d = 5, k = 2;
-  Mappo r0(cfg, spec(), self, n, 0, k, 1, 3), r1(cfg, spec(), self, n, 2, k, 1, 3);
+  Mappo r0(cfg, test::layout(spec(), self, n, 0, k, 1, 3)),
+      r1(cfg, test::layout(spec(), self, n, 2, k, 1, 3));
   const auto dir = test::temp_dir("export-groups");
   const std::string path = dir + "/policy.pt";
   Mappo::export_torchscript({&r0, &r1}, path, "{}", true);
@@ -183,7 +185,7 @@ TEST(Export, IppoDecentralizedCriticMatchesTheTrainer) {
   cfg.actor_hidden = {8};
   cfg.critic_hidden = {8};
   const int n = 3, d = 5;
-  Mappo m(cfg, spec(), self, n, 0, n, 1, 17);
+  Mappo m(cfg, test::layout(spec(), self, n, 0, n, 1, 17));
   const auto dir = test::temp_dir("export-ippo");
   const std::string path = dir + "/policy.pt";
   Mappo::export_torchscript({&m}, path, "{}", true);
@@ -200,7 +202,7 @@ TEST(Export, PooledCriticMatchesTheTrainer) {
   cfg.actor_hidden = {8};
   cfg.critic_hidden = {8};
   const int n = 4, d = 5;
-  Mappo m(cfg, spec(), self, n, 0, n, 1, 19);
+  Mappo m(cfg, test::layout(spec(), self, n, 0, n, 1, 19));
   const auto dir = test::temp_dir("export-pooled");
   const std::string path = dir + "/policy.pt";
   Mappo::export_torchscript({&m}, path, "{}", true);
@@ -218,7 +220,7 @@ TEST(Export, PerTargetActorMatchesTheTrainer) {
   cfg.actor_hidden = {8, 8};
   cfg.critic_hidden = {8};
   const int n = 4, d = 5;
-  Mappo m(cfg, targeted_spec(n), self, n, 0, n, 1, 23);
+  Mappo m(cfg, test::layout(targeted_spec(n), self, n, 0, n, 1, 23));
   const auto dir = test::temp_dir("export-targets");
   Mappo::export_torchscript({&m}, dir + "/policy.pt", "{}", true);
   const auto cases = expected({{&m, 0}, {&m, 1}, {&m, 2}, {&m, 3}}, n, d, n, 8, 29);
@@ -230,8 +232,8 @@ TEST(Export, PerTargetActorMatchesTheTrainer) {
   cfg.actor_groups = {0, 1, 0, 1};
   cfg.critic = "concat";
   const int k = 2;
-  Mappo r0(cfg, targeted_spec(n), self, n, 0, k, 1, 31),
-      r1(cfg, targeted_spec(n), self, n, 2, k, 1, 31);
+  Mappo r0(cfg, test::layout(targeted_spec(n), self, n, 0, k, 1, 31)),
+      r1(cfg, test::layout(targeted_spec(n), self, n, 2, k, 1, 31));
   Mappo::export_torchscript({&r0, &r1}, dir + "/groups.pt", "{}", true);
   const auto gcases = expected({{&r0, 0}, {&r0, 1}, {&r1, 0}, {&r1, 1}}, n, d, k, 8, 37);
   check_in_libtorch(dir + "/groups.pt", gcases, n, d);

@@ -51,7 +51,7 @@ std::unique_ptr<Mappo> reloaded(const Mappo& m, const MappoConfig& cfg, const En
                                 const std::string& path) {
   m.save(path);
   static const auto world = dist::Comm::world();  // a learner keeps a reference to its comm
-  auto b = std::make_unique<Mappo>(cfg, spec, world, 1, 0, 1, 1, 4);
+  auto b = std::make_unique<Mappo>(cfg, test::layout(spec, world, 1, 0, 1, 1, 4));
   b->load(path);
   return b;
 }
@@ -70,7 +70,7 @@ TEST(Mappo, LearnsABanditWithAKnownOptimum) {
   auto comm = dist::Comm::world();
   const MappoConfig cfg = bandit_config();
   const auto spec = test::bandit_spec();
-  Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
+  Mappo m(cfg, test::layout(spec, comm, 1, 0, 1, 1, 3));
   std::vector<float> obs = {0.5f, -0.5f};
   const float p0 = m.action_probs(GlobalObs{obs.data(), 1, 2}, 0)[2];
   EXPECT_NEAR(p0, 1.0 / 3, 0.05);  // small initial head gain: near-uniform policy
@@ -83,11 +83,11 @@ TEST(Mappo, SaveLoadRoundTripAndLayoutCheck) {
   MappoConfig cfg;
   cfg.rollout_steps = 32;
   const auto spec = test::bandit_spec();
-  Mappo a(cfg, spec, comm, 1, 0, 1, 1, 11);
+  Mappo a(cfg, test::layout(spec, comm, 1, 0, 1, 1, 11));
   train_bandit(a, comm, 2);
   const auto dir = test::temp_dir("mappo");
   a.save(dir + "/m.pt");
-  Mappo b(cfg, spec, comm, 1, 0, 1, 1, 12);
+  Mappo b(cfg, test::layout(spec, comm, 1, 0, 1, 1, 12));
   std::vector<float> obs = {0.1f, 0.2f};
   const GlobalObs g{obs.data(), 1, 2};
   EXPECT_NE(a.action_probs(g, 0), b.action_probs(g, 0));
@@ -96,7 +96,7 @@ TEST(Mappo, SaveLoadRoundTripAndLayoutCheck) {
   EXPECT_EQ(a.shared_parameter_digest(), b.shared_parameter_digest());
   MappoConfig other = cfg;
   other.share_actor = false;
-  Mappo c(other, spec, comm, 1, 0, 1, 1, 12);
+  Mappo c(other, test::layout(spec, comm, 1, 0, 1, 1, 12));
   EXPECT_THROW(c.load(dir + "/m.pt"), ConfigError);
   EXPECT_THROW(b.load(dir + "/missing.pt"), InputError);
 }
@@ -106,12 +106,12 @@ TEST(Mappo, SeparateActorsPerAgentWhenNotShared) {
   MappoConfig cfg;
   cfg.share_actor = false;
   auto spec = test::bandit_spec();
-  Mappo m(cfg, spec, comm, 2, 0, 2, 1, 5);
+  Mappo m(cfg, test::layout(spec, comm, 2, 0, 2, 1, 5));
   std::vector<float> obs = {0.3f, 0.1f, 0.7f, 0.2f};
   const GlobalObs g{obs.data(), 2, 2};
   EXPECT_NE(m.action_probs(g, 0), m.action_probs(g, 1));
   MappoConfig shared;
-  Mappo s(shared, spec, comm, 2, 0, 2, 1, 5);
+  Mappo s(shared, test::layout(spec, comm, 2, 0, 2, 1, 5));
   // Shared set = critic (+ actor when shared): separate actors leave only the critic.
   EXPECT_LT(m.shared_parameter_count(), s.shared_parameter_count());
 }
@@ -121,13 +121,13 @@ TEST(Mappo, ActorGroupsOneActorPerGroupAndTheirChecks) {
   auto spec = test::bandit_spec();
   MappoConfig cfg;
   cfg.actor_groups = {0, 1, 0};
-  Mappo m(cfg, spec, comm, 3, 0, 3, 1, 5);
+  Mappo m(cfg, test::layout(spec, comm, 3, 0, 3, 1, 5));
   MappoConfig one;
-  Mappo s(one, spec, comm, 3, 0, 3, 1, 5);
+  Mappo s(one, test::layout(spec, comm, 3, 0, 3, 1, 5));
   // Two actors (shared, like the one actor of `s`): the shared set grows by one actor.
   MappoConfig per;
   per.share_actor = false;
-  Mappo p(per, spec, comm, 3, 0, 3, 1, 5);
+  Mappo p(per, test::layout(spec, comm, 3, 0, 3, 1, 5));
   const auto actor = s.shared_parameter_count() - p.shared_parameter_count();
   EXPECT_GT(actor, 0);
   EXPECT_EQ(m.shared_parameter_count(), s.shared_parameter_count() + actor);
@@ -135,7 +135,7 @@ TEST(Mappo, ActorGroupsOneActorPerGroupAndTheirChecks) {
   const auto dir = test::temp_dir("mappo-groups");
   m.save(dir + "/m.pt");
   EXPECT_THROW(s.load(dir + "/m.pt"), ConfigError);
-  Mappo m2(cfg, spec, comm, 3, 0, 3, 1, 9);
+  Mappo m2(cfg, test::layout(spec, comm, 3, 0, 3, 1, 9));
   m2.load(dir + "/m.pt");
   EXPECT_EQ(m.shared_parameter_digest(), m2.shared_parameter_digest());
   auto bad = [&](std::vector<int> groups, bool share, const std::string& says) {
@@ -143,7 +143,7 @@ TEST(Mappo, ActorGroupsOneActorPerGroupAndTheirChecks) {
     c.actor_groups = std::move(groups);
     c.share_actor = share;
     try {
-      Mappo x(c, spec, comm, 3, 0, 3, 1, 5);
+      Mappo x(c, test::layout(spec, comm, 3, 0, 3, 1, 5));
       ADD_FAILURE() << "accepted groups: " << says;
     } catch (const ConfigError& e) {
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
@@ -158,13 +158,14 @@ TEST(Ippo, DecentralizedCriticLearnsTheBanditAndSeesOnlyTheActorInput) {
   auto comm = dist::Comm::world();
   const MappoConfig cfg = bandit_config("local");
   const auto spec = test::bandit_spec();
-  Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
+  Mappo m(cfg, test::layout(spec, comm, 1, 0, 1, 1, 3));
   EXPECT_EQ(m.name(), "ippo");
   EXPECT_GT(train_bandit(m, comm, 30), 0.8);
   // The critic's input is the actor's (own observation, public fields, id), not every agent's
   // observations: with 8 agents, MAPPO's critic takes 8 x 2 + 8 = 24 inputs, IPPO's 2 + 8 + 8 = 18.
   MappoConfig central;
-  Mappo c8(central, spec, comm, 8, 0, 8, 1, 3), i8(cfg, spec, comm, 8, 0, 8, 1, 3);
+  Mappo c8(central, test::layout(spec, comm, 8, 0, 8, 1, 3)),
+      i8(cfg, test::layout(spec, comm, 8, 0, 8, 1, 3));
   const int hidden = central.critic_hidden.front();
   EXPECT_EQ(c8.shared_parameter_count() - i8.shared_parameter_count(), (24 - 18) * hidden);
   // A MAPPO model does not load into IPPO (different critic), with a clear message.
@@ -190,8 +191,10 @@ TEST(PooledCritic, SizeIsIndependentOfTheAgentCountAndOrderOfOthers) {
   pooled.share_actor = false;  // the shared set is then the critic alone
   MappoConfig concat = pooled;
   concat.critic = "concat";
-  Mappo p4(pooled, spec, comm, 4, 0, 4, 1, 3), p64(pooled, spec, comm, 64, 0, 64, 1, 3);
-  Mappo c4(concat, spec, comm, 4, 0, 4, 1, 3), c64(concat, spec, comm, 64, 0, 64, 1, 3);
+  Mappo p4(pooled, test::layout(spec, comm, 4, 0, 4, 1, 3)),
+      p64(pooled, test::layout(spec, comm, 64, 0, 64, 1, 3));
+  Mappo c4(concat, test::layout(spec, comm, 4, 0, 4, 1, 3)),
+      c64(concat, test::layout(spec, comm, 64, 0, 64, 1, 3));
   EXPECT_EQ(p4.shared_parameter_count(), p64.shared_parameter_count());
   EXPECT_GT(c64.shared_parameter_count(), c4.shared_parameter_count());
   // Permutation invariance: swapping two other agents' observations leaves agent 0's value.
@@ -208,7 +211,7 @@ TEST(PooledCritic, LearnsTheBanditAndRoundTripsThroughAModelFile) {
   auto comm = dist::Comm::world();
   const MappoConfig cfg = bandit_config("pooled");
   const auto spec = test::bandit_spec();
-  Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
+  Mappo m(cfg, test::layout(spec, comm, 1, 0, 1, 1, 3));
   EXPECT_GT(train_bandit(m, comm, 30), 0.8);
   const auto dir = test::temp_dir("pooled");
   const auto b = reloaded(m, cfg, spec, dir + "/m.pt");
@@ -216,7 +219,7 @@ TEST(PooledCritic, LearnsTheBanditAndRoundTripsThroughAModelFile) {
   EXPECT_EQ(value_of(m, spec, obs, 1, 0), value_of(*b, spec, obs, 1, 0));
   MappoConfig concat = cfg;
   concat.critic = "concat";
-  Mappo c(concat, spec, comm, 1, 0, 1, 1, 4);
+  Mappo c(concat, test::layout(spec, comm, 1, 0, 1, 1, 4));
   EXPECT_THROW(c.load(dir + "/m.pt"), ConfigError);
 }
 
@@ -225,13 +228,13 @@ TEST(PerTargetActor, SizeIsIndependentOfTheAgentCountAndScoresFollowTheTargets) 
   MappoConfig cfg;
   cfg.actor = "targets";
   cfg.critic = "pooled";
-  Mappo a4(cfg, test::targeted_bandit_spec(4), comm, 4, 0, 4, 1, 3),
-      a64(cfg, test::targeted_bandit_spec(64), comm, 64, 0, 64, 1, 3);
+  Mappo a4(cfg, test::layout(test::targeted_bandit_spec(4), comm, 4, 0, 4, 1, 3)),
+      a64(cfg, test::layout(test::targeted_bandit_spec(64), comm, 64, 0, 64, 1, 3));
   EXPECT_EQ(a4.shared_parameter_count(), a64.shared_parameter_count());
   MappoConfig mlp = cfg;
   mlp.actor = "mlp";
-  Mappo m4(mlp, test::targeted_bandit_spec(4), comm, 4, 0, 4, 1, 3),
-      m64(mlp, test::targeted_bandit_spec(64), comm, 64, 0, 64, 1, 3);
+  Mappo m4(mlp, test::layout(test::targeted_bandit_spec(4), comm, 4, 0, 4, 1, 3)),
+      m64(mlp, test::layout(test::targeted_bandit_spec(64), comm, 64, 0, 64, 1, 3));
   EXPECT_GT(m64.shared_parameter_count(), m4.shared_parameter_count());
   // Agent 0's targets are 0, 1 and 3. Swapping the observations of agents 1 and 3 swaps the
   // probabilities of sending to "next" and "prev" in both modes and leaves the rest.
@@ -262,7 +265,7 @@ TEST(PerTargetActor, LearnsAndRoundTripsAndRefusesWhatDoesNotFit) {
   spec.targets = {{0, 0, 0}};
   spec.target_feature_names = {"which"};
   spec.target_features = {{0.f, 1.f, 2.f}};
-  Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
+  Mappo m(cfg, test::layout(spec, comm, 1, 0, 1, 1, 3));
   EXPECT_GT(train_bandit(m, comm, 30), 0.8);
   const auto dir = test::temp_dir("targets");
   const auto b = reloaded(m, cfg, spec, dir + "/m.pt");
@@ -271,11 +274,11 @@ TEST(PerTargetActor, LearnsAndRoundTripsAndRefusesWhatDoesNotFit) {
   EXPECT_EQ(m.action_probs(g, 0), b->action_probs(g, 0));
   MappoConfig mlp = cfg;
   mlp.actor = "mlp";
-  Mappo c(mlp, spec, comm, 1, 0, 1, 1, 4);
+  Mappo c(mlp, test::layout(spec, comm, 1, 0, 1, 1, 4));
   EXPECT_THROW(c.load(dir + "/m.pt"), ConfigError);
   EXPECT_THROW(b->load(dir + "/missing.pt"), InputError);
   // An env without targets cannot have a per-target actor.
-  EXPECT_THROW(Mappo(cfg, test::bandit_spec(), comm, 1, 0, 1, 1, 3), ConfigError);
+  EXPECT_THROW(Mappo(cfg, test::layout(test::bandit_spec(), comm, 1, 0, 1, 1, 3)), ConfigError);
 }
 
 // --imitate: with no reward at all, the actor learns the teacher's action in the states it
@@ -291,7 +294,7 @@ TEST(Mappo, ImitatesATeacherHeuristicThenStops) {
   cfg.rollout_steps = 32;
   cfg.imitate = "least-loaded";
   cfg.imitate_iterations = 60;
-  Mappo m(cfg, spec, comm, 4, 0, 4, 1, 7, baseline_maker(spec));
+  Mappo m(cfg, test::layout(spec, comm, 4, 0, 4, 1, 7, baseline_maker(spec)));
   const int d = spec.obs_dim(), free = spec.obs_index("free_gpu_frac");
   std::vector<float> obs(static_cast<std::size_t>(4 * d), 0.f);
   Rng rng(5);
@@ -329,7 +332,7 @@ TEST(Mappo, ImitatesATeacherHeuristicThenStops) {
       EXPECT_DOUBLE_EQ(m.imitation_weight(), 0.5);
       const std::string path = ::testing::TempDir() + "imitating.pt";
       m.save(path);
-      Mappo r(cfg, spec, comm, 4, 0, 4, 1, 8, baseline_maker(spec));
+      Mappo r(cfg, test::layout(spec, comm, 4, 0, 4, 1, 8, baseline_maker(spec)));
       r.load(path);
       EXPECT_DOUBLE_EQ(r.imitation_weight(), 0.5);
     }
@@ -355,7 +358,7 @@ TEST(Mappo, ImitatesATeacherHeuristicThenStops) {
   ASSERT_EQ(named.baselines("mappo").size(), 1u);
   EXPECT_EQ(named.baselines("mappo")[0].option, "--imitate");
   EXPECT_EQ(named.baselines("mappo")[0].name, "least-loaded");
-  EXPECT_THROW(Mappo(cfg, spec, comm, 4, 0, 4, 1, 7), Error);  // an internal fault
+  EXPECT_THROW(Mappo(cfg, test::layout(spec, comm, 4, 0, 4, 1, 7)), Error);  // an internal fault
   MappoConfig bad = cfg;
   bad.imitate_iterations = 0;
   EXPECT_THROW(bad.validate(), ConfigError);
@@ -372,7 +375,7 @@ TEST(Mappo, DepartsFromABasePolicyWhereAnotherActionPays) {
   cfg.lr_actor = 3e-3;
   cfg.rollout_steps = 32;
   cfg.base_policy = "local-only";
-  Mappo m(cfg, spec, comm, 4, 0, 4, 1, 7, baseline_maker(spec));
+  Mappo m(cfg, test::layout(spec, comm, 4, 0, 4, 1, 7, baseline_maker(spec)));
   const int d = spec.obs_dim(), free = spec.obs_index("free_gpu_frac");
   std::vector<float> obs(static_cast<std::size_t>(4 * d), 0.f);
   for (int s = 0; s < 4; ++s) obs[static_cast<std::size_t>(s * d + free)] = 0.5f;
@@ -409,14 +412,14 @@ TEST(Mappo, DepartsFromABasePolicyWhereAnotherActionPays) {
   EXPECT_EQ(greedy(), want);
   const auto dir = test::temp_dir("mappo-base");
   m.save(dir + "/m.pt");
-  Mappo same(cfg, spec, comm, 4, 0, 4, 1, 8, baseline_maker(spec));
+  Mappo same(cfg, test::layout(spec, comm, 4, 0, 4, 1, 8, baseline_maker(spec)));
   same.load(dir + "/m.pt");
   EXPECT_EQ(same.shared_parameter_digest(), m.shared_parameter_digest());
   MappoConfig none = cfg, other = cfg;
   none.base_policy.clear();
   other.base_margin = 1.0;
   for (const MappoConfig& c : {none, other}) {
-    Mappo o(c, spec, comm, 4, 0, 4, 1, 8, baseline_maker(spec));
+    Mappo o(c, test::layout(spec, comm, 4, 0, 4, 1, 8, baseline_maker(spec)));
     EXPECT_THROW(o.load(dir + "/m.pt"), ConfigError) << c.base_policy << " " << c.base_margin;
   }
   EXPECT_THROW(export_learners("mappo", {&m}, dir + "/policy.pt", "{}", false), ConfigError);
@@ -440,7 +443,7 @@ TEST(Mappo, PrivilegedCriticSeesTheEpisodesLuckWhichTheActorNeverReads) {
   auto run = [&](bool privileged, double& value_loss) {
     MappoConfig cfg = bandit_config();
     cfg.critic_privileged = privileged;
-    Mappo m(cfg, spec, comm, 1, 0, 1, 1, 3);
+    Mappo m(cfg, test::layout(spec, comm, 1, 0, 1, 1, 3));
     EXPECT_EQ(m.wants_privileged(), privileged);
     std::vector<float> obs = {0.5f, -0.5f}, luck(8), ahead(1), none = {0.f};
     PolicyInput in = test::one_copy_input(spec, obs);
@@ -487,14 +490,15 @@ TEST(Mappo, PrivilegedCriticSeesTheEpisodesLuckWhichTheActorNeverReads) {
   // Files, export and configs that do not fit are refused.
   MappoConfig plain = bandit_config(), priv = bandit_config();
   priv.critic_privileged = true;
-  Mappo other(plain, spec, comm, 1, 0, 1, 1, 4);
+  Mappo other(plain, test::layout(spec, comm, 1, 0, 1, 1, 4));
   EXPECT_THROW(other.load(dir + "/privileged.pt"), ConfigError);
-  Mappo same(priv, spec, comm, 1, 0, 1, 1, 4);
+  Mappo same(priv, test::layout(spec, comm, 1, 0, 1, 1, 4));
   same.load(dir + "/privileged.pt");
   EXPECT_THROW(export_learners("mappo", {&same}, dir + "/policy.pt", "{}", true), ConfigError);
   export_learners("mappo", {&same}, dir + "/policy.pt", "{}", false);
   MappoConfig pooled = priv;
   pooled.critic = "pooled";
   EXPECT_THROW(pooled.validate(), ConfigError);
-  EXPECT_THROW({ Mappo none_there(priv, test::bandit_spec(), comm, 1, 0, 1, 1, 4); }, ConfigError);
+  EXPECT_THROW({ Mappo none_there(priv, test::layout(test::bandit_spec(), comm, 1, 0, 1, 1, 4)); },
+               ConfigError);
 }

@@ -36,7 +36,7 @@ MasacConfig small() {
 TEST(Masac, LearnsAContextualBanditAndTunesItsTemperature) {
   dist::Comm self(MPI_COMM_SELF, false);
   Bandit b;
-  Masac l(small(), b.spec, self, 1, 0, 1, 1, 7);
+  Masac l(small(), test::layout(b.spec, self, 1, 0, 1, 1, 7));
   EXPECT_NEAR(l.alpha(), 0.2, 1e-6);
   int t = 0;
   test::train_bandit(l, b, 40, t);
@@ -59,12 +59,13 @@ TEST(Masac, LearnsAContextualBanditAndTunesItsTemperature) {
 TEST(Masac, SaveLoadContinuesExactlyAndChecksTheLayout) {
   dist::Comm self(MPI_COMM_SELF, false);
   Bandit b1, b2;
-  Masac a(small(), b1.spec, self, 1, 0, 1, 1, 11);
+  Masac a(small(), test::layout(b1.spec, self, 1, 0, 1, 1, 11));
   int t1 = 0;
   test::train_bandit(a, b1, 6, t1);
   const auto dir = test::temp_dir("masac-save");
   a.save(dir + "/m.pt");
-  Masac b(small(), b2.spec, self, 1, 0, 1, 1, 99);  // other seed: everything comes from the file
+  Masac b(small(), test::layout(b2.spec, self, 1, 0, 1, 1,
+                                99));  // other seed: everything comes from the file
   b.load(dir + "/m.pt");
   EXPECT_EQ(a.replay_size(), b.replay_size());
   EXPECT_EQ(a.alpha(), b.alpha());
@@ -75,7 +76,7 @@ TEST(Masac, SaveLoadContinuesExactlyAndChecksTheLayout) {
   test::train_bandit(b, b2, 3, t2);
   EXPECT_EQ(a.action_probs(b1.input().global[0], 0), b.action_probs(b2.input().global[0], 0));
   EXPECT_EQ(a.shared_parameter_digest(), b.shared_parameter_digest());
-  Masac two(small(), b1.spec, self, 2, 0, 2, 1, 1);  // another layout
+  Masac two(small(), test::layout(b1.spec, self, 2, 0, 2, 1, 1));  // another layout
   EXPECT_THROW(two.load(dir + "/m.pt"), ConfigError);
   {
     std::ofstream junk(dir + "/junk.pt");
@@ -118,13 +119,13 @@ TEST(Masac, OptionsAreValidated) {
 TEST(Maddpg, LearnsAContextualBanditAndResumesExactly) {
   dist::Comm self(MPI_COMM_SELF, false);
   Bandit b1, b2;
-  Masac a(small(), b1.spec, self, 1, 0, 1, 1, 7, /*maddpg=*/true);
+  Masac a(small(), test::layout(b1.spec, self, 1, 0, 1, 1, 7), /*maddpg=*/true);
   EXPECT_EQ(a.name(), "maddpg");
   int t1 = 0;
   test::train_bandit(a, b1, 30, t1);
   const auto dir = test::temp_dir("maddpg-save");
   a.save(dir + "/m.pt");
-  Masac b(small(), b2.spec, self, 1, 0, 1, 1, 99, true);
+  Masac b(small(), test::layout(b2.spec, self, 1, 0, 1, 1, 99), true);
   b.load(dir + "/m.pt");
   b2.obs = b1.obs;
   int t2 = t1;
@@ -138,6 +139,6 @@ TEST(Maddpg, LearnsAContextualBanditAndResumesExactly) {
     EXPECT_EQ(greedy, b1.best()) << "context " << x;
   }
   EXPECT_NEAR(a.alpha(), 0.2, 1e-6) << "MADDPG has no temperature to tune";
-  Masac sac(small(), b1.spec, self, 1, 0, 1, 1, 1);
+  Masac sac(small(), test::layout(b1.spec, self, 1, 0, 1, 1, 1));
   EXPECT_THROW(sac.load(dir + "/m.pt"), ConfigError) << "a MADDPG model is not a MASAC model";
 }

@@ -52,7 +52,7 @@ MappoConfig offline_config() {
 TEST(Offline, CloneCopiesTheLoggedPolicy) {
   auto comm = dist::Comm::world();
   const auto spec = test::bandit_spec();
-  Mappo m(offline_config(), spec, comm, 1, 0, 1, 1, 5);
+  Mappo m(offline_config(), test::layout(spec, comm, 1, 0, 1, 1, 5));
   // The logged policy: action 1 three times in four, action 2 otherwise.
   const auto data = bandit_dataset(32, [](int r) { return r % 4 == 0 ? 2 : 1; });
   UpdateStats st;
@@ -71,7 +71,7 @@ TEST(Offline, CloneCopiesTheLoggedPolicy) {
 TEST(Offline, AwrPrefersThePayingActionOverTheLoggedMajority) {
   auto comm = dist::Comm::world();
   const auto spec = test::bandit_spec();
-  Mappo m(offline_config(), spec, comm, 1, 0, 1, 1, 6);
+  Mappo m(offline_config(), test::layout(spec, comm, 1, 0, 1, 1, 6));
   const auto data = bandit_dataset(32, [](int r) { return r % 4 == 0 ? 2 : 1; });
   Mappo::AwrOptions o;
   o.epochs = 2;
@@ -96,17 +96,17 @@ TEST(Offline, InitFromTakesTheActorAndOnlyATrainedCritic) {
   const auto data = bandit_dataset(8, [](int r) { return r % 3; });
   std::vector<float> obs = {0.5f, -0.5f};
   const GlobalObs g{obs.data(), 1, 2};
-  Mappo cloned(offline_config(), spec, comm, 1, 0, 1, 1, 7);
+  Mappo cloned(offline_config(), test::layout(spec, comm, 1, 0, 1, 1, 7));
   cloned.clone(data, 1, 16);
   cloned.save(dir + "/bc.pt");
-  Mappo fitted(offline_config(), spec, comm, 1, 0, 1, 1, 8);
+  Mappo fitted(offline_config(), test::layout(spec, comm, 1, 0, 1, 1, 8));
   Mappo::AwrOptions o;
   o.minibatch = 16;
   fitted.awr(data, o);
   fitted.save(dir + "/awr.pt");
 
-  Mappo a(offline_config(), spec, comm, 1, 0, 1, 1, 9),
-      b(offline_config(), spec, comm, 1, 0, 1, 1, 9);
+  Mappo a(offline_config(), test::layout(spec, comm, 1, 0, 1, 1, 9)),
+      b(offline_config(), test::layout(spec, comm, 1, 0, 1, 1, 9));
   const auto before = a.shared_parameter_digest();
   a.init_from(dir + "/bc.pt");
   EXPECT_EQ(a.action_probs(g, 0), cloned.action_probs(g, 0));
@@ -117,7 +117,7 @@ TEST(Offline, InitFromTakesTheActorAndOnlyATrainedCritic) {
   EXPECT_EQ(b.shared_parameter_digest(), fitted.shared_parameter_digest());
   MappoConfig other = offline_config();
   other.share_actor = false;
-  Mappo c(other, spec, comm, 1, 0, 1, 1, 9);
+  Mappo c(other, test::layout(spec, comm, 1, 0, 1, 1, 9));
   EXPECT_THROW(c.init_from(dir + "/bc.pt"), ConfigError);  // another layout
 }
 
@@ -171,7 +171,7 @@ DqnConfig cql_config() {
 TEST(Offline, CqlStitchesEpisodesAndValuesUnloggedActionsLowest) {
   auto comm = dist::Comm::world();
   const auto spec = test::bandit_spec();
-  Dqn q(cql_config(), spec, comm, 1, 0, 1, 1, 11);
+  Dqn q(cql_config(), test::layout(spec, comm, 1, 0, 1, 1, 11));
   q.use_dataset(chain_dataset(32));
   EXPECT_EQ(q.replay_size(), 128);
   UpdateStats st;
@@ -192,7 +192,7 @@ TEST(Offline, CqlStitchesEpisodesAndValuesUnloggedActionsLowest) {
   // Saved without its dataset: a loaded copy has the same values and an empty buffer.
   const auto dir = test::temp_dir("offline-cql");
   q.save(dir + "/cql.pt");
-  Dqn r(cql_config(), spec, comm, 1, 0, 1, 1, 12);
+  Dqn r(cql_config(), test::layout(spec, comm, 1, 0, 1, 1, 12));
   r.load(dir + "/cql.pt");
   EXPECT_EQ(r.q_values(GlobalObs{a.data(), 1, 2}, 0), qa);
   EXPECT_EQ(r.replay_size(), 0);

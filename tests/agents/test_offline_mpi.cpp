@@ -71,7 +71,7 @@ std::uint64_t train_offline(const dist::Comm& comm, const LocalDataset& data, bo
   cfg.actor_hidden = {8};
   cfg.critic_hidden = {8};
   const int k = kN / comm.size();
-  Mappo m(cfg, test::bandit_spec(), comm, kN, comm.rank() * k, k, 1, seed);
+  Mappo m(cfg, test::layout(test::bandit_spec(), comm, kN, comm.rank() * k, k, 1, seed));
   Mappo::AwrOptions o;
   o.minibatch = 16;
   for (int it = 0; it < 3; ++it) {
@@ -91,7 +91,7 @@ std::uint64_t train_cql(const dist::Comm& comm, const LocalDataset& data, std::u
   cfg.cql_alpha = 1.0;
   cfg.hidden = {8};
   const int k = kN / comm.size();
-  Dqn q(cfg, test::bandit_spec(), comm, kN, comm.rank() * k, k, 1, seed);
+  Dqn q(cfg, test::layout(test::bandit_spec(), comm, kN, comm.rank() * k, k, 1, seed));
   q.use_dataset(data);
   for (int it = 0; it < 3; ++it) q.offline_update(1, 16);
   EXPECT_TRUE(q.shared_parameters_identical());

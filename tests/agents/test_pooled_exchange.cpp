@@ -87,8 +87,8 @@ void expect_split_equals_whole(const EnvSpec& spec, const MappoConfig& cfg) {
   const dist::Comm self(MPI_COMM_SELF, false);
   const int k = kAgents / world.size(), first = world.rank() * k;
   // The same seed: both start from the same critic (and the split one broadcasts rank 0's).
-  Mappo split(cfg, spec, world, kAgents, first, k, kCopies, 5);
-  Mappo whole(cfg, spec, self, kAgents, 0, kAgents, kCopies, 5);
+  Mappo split(cfg, test::layout(spec, world, kAgents, first, k, kCopies, 5));
+  Mappo whole(cfg, test::layout(spec, self, kAgents, 0, kAgents, kCopies, 5));
   std::mt19937 gen(17);
   StepFeedback fs, fw;  // the split learner's feedback (its agents) and the whole one's
   fs.reward.resize(static_cast<std::size_t>(kCopies * k));
@@ -162,7 +162,7 @@ TEST(PooledCriticAcrossRanks, RanksThatDoNotHoldEveryAgentAreRefused) {
   // ranks of the communicator hold all agents stops the first exchange.
   const dist::Comm self(MPI_COMM_SELF, false);
   const auto spec = test::bandit_spec();
-  Mappo half(pooled_config(), spec, self, kAgents, 0, kAgents / 2, kCopies, 5);
+  Mappo half(pooled_config(), test::layout(spec, self, kAgents, 0, kAgents / 2, kCopies, 5));
   std::mt19937 gen(3);
   Globals g = draw(gen);
   auto in = input_of(spec, g, 0, kAgents / 2);
