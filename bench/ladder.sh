@@ -16,6 +16,7 @@
 # the same with a hidden layer of 16 (--es-hidden 16); es-over-mpc = ES as a residual over the
 # mpc baseline (--es-base mpc: the policy is the MPC until its logits overrule it by
 # LADDER_BASE_MARGIN, default 0.5), 16 copies and 300 iterations (LADDER_BASE_ITERS);
+# es-over-mpc-targets = the same over the per-target input (--es-actor targets);
 # mappo-over-mpc = MAPPO with its centralized critic as a residual over the mpc baseline
 # (--base-policy mpc --base-margin 5: the actor's logits gain 5 on the MPC's action), 4 copies,
 # 200 updates; mappo-priv-over-mpc = the same with a privileged centralized critic
@@ -68,18 +69,21 @@ learner_flags() {  # a learner's training options at rung $2
     es-targets-mlp) es_iterations "$2"; echo --es-actor targets --es-hidden 16 ;;
     es-over-mpc) echo --es-base mpc --es-base-margin "${LADDER_BASE_MARGIN:-0.5}" \
       --envs-per-rank 16 --iterations "${LADDER_BASE_ITERS:-300}" ;;
+    es-over-mpc-targets) echo --es-actor targets --es-base mpc --es-base-margin \
+      "${LADDER_BASE_MARGIN:-0.5}" --envs-per-rank 16 --iterations "${LADDER_BASE_ITERS:-300}" ;;
     mappo-over-mpc) echo --algo mappo --envs-per-rank 4 --iterations 200 --base-policy mpc \
       --base-margin 5 ;;
     mappo-priv-over-mpc) echo --algo mappo --envs-per-rank 4 --iterations 200 --base-policy mpc \
       --base-margin 5 --critic-privileged ;;
     mappo-mpc) echo --algo mappo --envs-per-rank 4 --iterations 200 --imitate mpc \
       --imitate-iterations 200 --imitate-coef 5 ;;
-    *) echo "ladder.sh: unknown learner '$1' (es, es-mpc, es-targets, es-targets-mlp, es-over-mpc, mappo-mpc, mappo-over-mpc, mappo-priv-over-mpc)" >&2; exit 2 ;;
+    *) echo "ladder.sh: unknown learner '$1' (es, es-mpc, es-targets, es-targets-mlp, es-over-mpc, es-over-mpc-targets, mappo-mpc, mappo-over-mpc, mappo-priv-over-mpc)" >&2; exit 2 ;;
   esac
 }
 eval_flags() {  # a learner's evaluation options: main.toml's 32 copies, the episodes of every row
   case $1 in
-    mappo-mpc | es-over-mpc | mappo-over-mpc | mappo-priv-over-mpc) echo --envs-per-rank 32 ;;
+    mappo-mpc | es-over-mpc | es-over-mpc-targets | mappo-over-mpc | mappo-priv-over-mpc)
+      echo --envs-per-rank 32 ;;
   esac
   return 0
 }
