@@ -102,6 +102,14 @@ std::string toml(bool v) {
   return v ? "true" : "false";
 }
 
+namespace {
+/// Whether an option's value type is a list (comma-separated on the command line, a TOML array).
+template <class T>
+constexpr bool kIsList =
+    std::is_same_v<T, std::vector<int>> || std::is_same_v<T, std::vector<double>> ||
+    std::is_same_v<T, std::vector<std::string>>;
+}  // namespace
+
 void Binder::added(Option& o) {
   const std::string& f = o.flag();
   CLI::Option* flag = std::visit(
@@ -110,9 +118,7 @@ void Binder::added(Option& o) {
         if constexpr (std::is_same_v<T, bool>) {
           return app_->add_flag("--" + f + ",!--no-" + f, *v,
                                 o.help() + " (default " + toml(*v) + ")");
-        } else if constexpr (std::is_same_v<T, std::vector<int>> ||
-                             std::is_same_v<T, std::vector<double>> ||
-                             std::is_same_v<T, std::vector<std::string>>) {
+        } else if constexpr (kIsList<T>) {
           return app_->add_option("--" + f, *v, o.help())->delimiter(',')->capture_default_str();
         } else {
           return app_->add_option("--" + f, *v, o.help())->capture_default_str();
@@ -290,9 +296,7 @@ void apply_config_file(CLI::App* sub, const Binder& binder, const std::string& p
           std::visit(
               [&](auto* v) {
                 using T = std::remove_pointer_t<decltype(v)>;
-                if constexpr (std::is_same_v<T, std::vector<int>> ||
-                              std::is_same_v<T, std::vector<double>> ||
-                              std::is_same_v<T, std::vector<std::string>>) {
+                if constexpr (kIsList<T>) {
                   v->clear();
                   cleared = true;
                 }

@@ -35,28 +35,24 @@ std::string text(const std::string& v) {
 Option& Option::greater_than(double lo) {
   lo_ = lo;
   lo_open_ = true;
-  bounded_ = true;
   return *this;
 }
 
 Option& Option::at_least(double lo) {
   lo_ = lo;
   lo_open_ = false;
-  bounded_ = true;
   return *this;
 }
 
 Option& Option::less_than(double hi) {
   hi_ = hi;
   hi_open_ = true;
-  bounded_ = true;
   return *this;
 }
 
 Option& Option::at_most(double hi) {
   hi_ = hi;
   hi_open_ = false;
-  bounded_ = true;
   return *this;
 }
 
@@ -83,14 +79,13 @@ std::string Option::rule() const {
       s += (i ? ", " : "") + (choices_[i].empty() ? std::string("'' (none)") : choices_[i]);
     return s;
   }
-  if (!bounded_) return {};
+  if (!bounded()) return {};
   const bool has_lo = std::isfinite(lo_), has_hi = std::isfinite(hi_);
   if (has_lo && has_hi)
     return "in " + std::string(lo_open_ ? "(" : "[") + number(lo_) + ", " + number(hi_) +
            (hi_open_ ? ")" : "]");
   if (has_lo) return lo_open_ && lo_ == 0 ? "positive" : (lo_open_ ? "> " : ">= ") + number(lo_);
-  if (has_hi) return (hi_open_ ? "< " : "<= ") + number(hi_);
-  return "finite";
+  return (hi_open_ ? "< " : "<= ") + number(hi_);
 }
 
 std::string Option::violation() const {
@@ -124,9 +119,9 @@ std::string Option::violation() const {
         } else if constexpr (std::is_same_v<T, bool>) {
           return {};
         } else if constexpr (std::is_arithmetic_v<T>) {
-          return !bounded_ || keeps(static_cast<double>(*p)) ? std::string() : bad(text(*p));
+          return !bounded() || keeps(static_cast<double>(*p)) ? std::string() : bad(text(*p));
         } else {
-          if (bounded_)
+          if (bounded())
             for (std::size_t i = 0; i < p->size(); ++i)
               if (!keeps(static_cast<double>((*p)[i])))
                 return bad(text((*p)[i]), static_cast<long>(i));

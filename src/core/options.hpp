@@ -7,6 +7,7 @@
 /// declarations (check_declared), and a resume compares the options not declared
 /// may_change_on_resume (RunConfig::resumable_options). Flags are long names without "--".
 
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -26,8 +27,8 @@ class Option {
   Option(std::string group, std::string flag, std::string help, Value value)
       : group_(std::move(group)), flag_(std::move(flag)), help_(std::move(help)), value_(value) {}
 
-  /// Numbers (each element of a list): > lo, >= lo, < hi, <= hi, and finite once any bound is
-  /// set.
+  /// Numbers (each element of a list): > lo, >= lo, < hi, <= hi (finite bounds), and finite once
+  /// any bound is set.
   Option& greater_than(double lo);
   Option& at_least(double lo);
   Option& less_than(double hi);
@@ -61,11 +62,13 @@ class Option {
   std::string violation() const;
 
  private:
+  bool bounded() const { return std::isfinite(lo_) || std::isfinite(hi_); }
+
   std::string group_, flag_, help_;
   Value value_;
   double lo_ = -std::numeric_limits<double>::infinity();
   double hi_ = std::numeric_limits<double>::infinity();
-  bool lo_open_ = false, hi_open_ = false, bounded_ = false, resumable_ = false;
+  bool lo_open_ = false, hi_open_ = false, resumable_ = false;
   std::vector<std::string> choices_;
   const std::vector<std::string>* names_ = nullptr;
   std::string noun_;

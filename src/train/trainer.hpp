@@ -22,8 +22,8 @@
 namespace marlsched {
 
 /// Options of a run (the part that is neither env nor algorithm).
-/// Bounds on the sizes of a run (RunConfig::validate): far above any layout the project has run
-/// (128 agents at 64 per rank, 32 env copies per rank), far below what would exhaust a node.
+/// Bounds on the sizes of a run (declared in RunConfig::bind): far above any layout the project has
+/// run (128 agents at 64 per rank, 32 env copies per rank), far below what would exhaust a node.
 constexpr int kMaxAgentsPerRank = 1 << 16;
 constexpr int kMaxEnvsPerRank = 1 << 16;
 constexpr int kMaxEvalEpisodes = 1 << 20;
