@@ -50,54 +50,6 @@ void require_finite(const std::vector<torch::Tensor>& params, const std::string&
                                              "updates diverged: a learning rate too large?)");
 }
 
-namespace {
-std::string shape_text(const torch::Tensor& t) {
-  std::string s;
-  for (auto d : t.sizes()) s += (s.empty() ? "" : ", ") + std::to_string(d);
-  return "[" + s + "]";
-}
-
-void require_shapes_rec(const torch::nn::Module& want, torch::serialize::InputArchive& ar,
-                        const std::string& path, const std::string& name,
-                        const std::string& sizes) {
-  for (const auto& p : want.named_parameters(/*recurse=*/false)) {
-    torch::Tensor got;
-    MARLSCHED_REQUIRE(ar.try_read(p.key(), got),
-                      "model '" << path << "' has no " << name << "." << p.key()
-                                << ": it holds another network (" << sizes
-                                << " must be those of the run it came from)");
-    MARLSCHED_REQUIRE(got.sizes() == p.value().sizes(),
-                      "model '" << path << "' holds " << name << "." << p.key() << " of shape "
-                                << shape_text(got) << ", but this run builds "
-                                << shape_text(p.value()) << ": " << sizes
-                                << " must be those of the run it came from");
-  }
-  // And nothing more: a stored network with a layer more would load into this one silently.
-  for (const auto& key : ar.keys()) {
-    const bool known = key == "training" ||  // every TorchScript module's own attribute
-                       want.named_parameters(false).contains(key) ||
-                       want.named_buffers(false).contains(key) ||
-                       want.named_children().contains(key);
-    MARLSCHED_REQUIRE(known, "model '" << path << "' holds " << name << "." << key
-                                       << ", which this run's network does not have: " << sizes
-                                       << " must be those of the run it came from");
-  }
-  for (const auto& c : want.named_children()) {
-    torch::serialize::InputArchive sub;
-    MARLSCHED_REQUIRE(ar.try_read(c.key(), sub),
-                      "model '" << path << "' has no " << name << "." << c.key()
-                                << ": it holds another network (" << sizes
-                                << " must be those of the run it came from)");
-    require_shapes_rec(*c.value(), sub, path, name + "." + c.key(), sizes);
-  }
-}
-}  // namespace
-
-void require_shapes(const torch::nn::Module& want, torch::serialize::InputArchive& ar,
-                    const std::string& path, const std::string& name, const std::string& sizes) {
-  require_shapes_rec(want, ar, path, name, sizes);
-}
-
 std::vector<torch::Tensor> params_of(const std::vector<Mlp>& ms) {
   std::vector<torch::Tensor> p;
   for (const auto& m : ms)
@@ -307,39 +259,6 @@ std::string script_per_agent(torch::jit::Module& mod, const std::string& prefix,
         << "        return out\n";
   src << "    return torch.zeros(0)\n";  // not reached: the last branch always returns
   return src.str();
-}
-
-torch::Tensor string_tensor(const std::string& s) {
-  return torch::from_blob(const_cast<char*>(s.data()), {static_cast<std::int64_t>(s.size())},
-                          torch::kUInt8)
-      .clone();
-}
-
-std::string tensor_string(const torch::Tensor& t) {
-  const auto h = host(t);  // a model loaded onto a GPU keeps its text there too
-  return std::string(static_cast<const char*>(h.data_ptr()), static_cast<std::size_t>(h.numel()));
-}
-
-void write_base(torch::serialize::OutputArchive& ar, const std::string& name, double margin) {
-  if (name.empty()) return;
-  ar.write("base_policy", string_tensor(name));
-  ar.write("base_margin", torch::tensor({margin}, torch::kFloat64));
-}
-
-void require_base(torch::serialize::InputArchive& ar, const std::string& path,
-                  const std::string& option, const std::string& margin_option,
-                  const std::string& name, double margin) {
-  torch::Tensor bp, bm;
-  std::string file_name;
-  double file_margin = 0;
-  if (ar.try_read("base_policy", bp) && ar.try_read("base_margin", bm)) {
-    file_name = tensor_string(bp);
-    file_margin = host(bm).item<double>();
-  }
-  MARLSCHED_REQUIRE(file_name == name && (file_name.empty() || file_margin == margin),
-                    "model '" << path << "' was trained with " << option << " '" << file_name
-                              << "' " << margin_option << " " << file_margin << ", this run has '"
-                              << name << "' " << margin);
 }
 
 void check_device(const std::string& name) {

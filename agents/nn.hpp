@@ -48,13 +48,6 @@ class KeepTorchRng {
   at::Tensor state_;
 };
 
-/// Throws ConfigError unless the network stored under `name` in `ar` (written by Module::save)
-/// has the parameters of `want`, name by name and shape by shape: libtorch's Module::load would
-/// take other shapes silently and the first forward would fail deep inside. `sizes` names the
-/// options that set the shapes (for the message).
-void require_shapes(const torch::nn::Module& want, torch::serialize::InputArchive& ar,
-                    const std::string& path, const std::string& name, const std::string& sizes);
-
 /// Refuses to write a model or checkpoint whose parameters are not all finite (issue 22):
 /// throws an Error naming `what` (the file) instead of saving weights nobody can use.
 void require_finite(const std::vector<torch::Tensor>& params, const std::string& what);
@@ -129,19 +122,6 @@ torch::jit::Module policy_module(int num_agents, int obs_dim, int num_public, in
 /// training rank); weights are registered as `prefix<i>_...`.
 std::string script_per_agent(torch::jit::Module& mod, const std::string& prefix,
                              const std::vector<const Mlp*>& nets, bool per_target = false);
-
-/// Text stored in a serialized archive as a uint8 tensor, and back.
-torch::Tensor string_tensor(const std::string& s);
-std::string tensor_string(const torch::Tensor& t);
-
-/// A residual policy's baseline in a model file (ES --es-base, MAPPO --base-policy): its name and
-/// margin, nothing without one.
-void write_base(torch::serialize::OutputArchive& ar, const std::string& name, double margin);
-/// ConfigError unless the file's baseline (none where absent) is `name` with `margin`; `option`
-/// and `margin_option` name the flags in the message.
-void require_base(torch::serialize::InputArchive& ar, const std::string& path,
-                  const std::string& option, const std::string& margin_option,
-                  const std::string& name, double margin);
 
 /// --device names: "cpu"; "cuda" (this rank's GPU: its rank on the node modulo the GPUs it
 /// sees, so ranks spread over a node's GPUs); "cuda:N". Throws ConfigError for another name, or

@@ -4,8 +4,8 @@
 #include <limits>
 #include <sstream>
 
-#include "agents/archive_check.hpp"
 #include "agents/dqn/dqn_impl.hpp"
+#include "agents/model_archive.hpp"
 #include "core/error.hpp"
 #include "core/file.hpp"
 
@@ -189,49 +189,40 @@ void Dqn::save(const std::string& path) const {
 void Dqn::save(std::ostream& out) const {
   const auto& m = *impl_;
   nn::require_finite(nn::params_of(m.online), "the DQN model");
-  torch::serialize::OutputArchive ar;
-  ar.write("meta", torch::tensor({static_cast<std::int64_t>(m.n), static_cast<std::int64_t>(m.k),
-                                  static_cast<std::int64_t>(m.in), static_cast<std::int64_t>(m.na),
-                                  static_cast<std::int64_t>(m.cfg.share)}));
-  ar.write("counters", torch::tensor({m.env_steps, m.grad_steps}));
+  ModelWriter ar;
+  ar.tensor("meta", torch::tensor({static_cast<std::int64_t>(m.n), static_cast<std::int64_t>(m.k),
+                                   static_cast<std::int64_t>(m.in), static_cast<std::int64_t>(m.na),
+                                   static_cast<std::int64_t>(m.cfg.share)}));
+  ar.tensor("counters", torch::tensor({m.env_steps, m.grad_steps}));
   for (std::size_t i = 0; i < m.online.size(); ++i) {
     const std::string id = std::to_string(i);
-    torch::serialize::OutputArchive q, t, o;
-    m.online[i]->save(q);
-    ar.write("q" + id, q);
-    m.target[i]->save(t);
-    ar.write("target" + id, t);
-    m.opt[i]->save(o);
-    ar.write("opt" + id, o);
+    ar.module("q" + id, *m.online[i]);
+    ar.module("target" + id, *m.target[i]);
+    ar.optimizer("opt" + id, *m.opt[i]);
     // An offline learner's buffer holds its dataset, which it reads again when resumed.
     const rollout::Replay& rb = m.replay[i];
     const auto rows = m.cfg.offline ? std::int64_t{0} : static_cast<std::int64_t>(rb.size);
     auto part = [&](const std::vector<float>& v, std::int64_t w) {
       return torch::from_blob(const_cast<float*>(v.data()), {rows, w}, torch::kFloat32).clone();
     };
-    ar.write("replay_pos" + id,
-             torch::tensor(
-                 {rows, m.cfg.offline ? std::int64_t{0} : static_cast<std::int64_t>(rb.head)}));
-    ar.write("replay_x" + id, part(rb.obs, m.in));
-    ar.write("replay_x2" + id, part(rb.next_obs, m.in));
-    ar.write("replay_r" + id, part(rb.rewards, 1));
-    ar.write("replay_term" + id, part(rb.term, 1));
-    ar.write("replay_a" + id,
-             torch::from_blob(const_cast<std::int64_t*>(rb.actions.data()), {rows}, torch::kInt64)
-                 .clone());
+    ar.tensor("replay_pos" + id,
+              torch::tensor(
+                  {rows, m.cfg.offline ? std::int64_t{0} : static_cast<std::int64_t>(rb.head)}));
+    ar.tensor("replay_x" + id, part(rb.obs, m.in));
+    ar.tensor("replay_x2" + id, part(rb.next_obs, m.in));
+    ar.tensor("replay_r" + id, part(rb.rewards, 1));
+    ar.tensor("replay_term" + id, part(rb.term, 1));
+    ar.tensor("replay_a" + id,
+              torch::from_blob(const_cast<std::int64_t*>(rb.actions.data()), {rows}, torch::kInt64)
+                  .clone());
   }
   // No transition is waiting for its next state here (update() completed them), but the last
   // act() is kept: a learner that records less often than it acts (tsdqn's long head) may save
   // between an act() and its record().
-  ar.write("last_x", torch::from_blob(const_cast<float*>(m.last_x.data()),
-                                      {static_cast<std::int64_t>(m.last_x.size())}, torch::kFloat32)
-                         .clone());
-  ar.write("last_act",
-           torch::from_blob(const_cast<std::int64_t*>(m.last_act.data()),
-                            {static_cast<std::int64_t>(m.last_act.size())}, torch::kInt64)
-               .clone());
-  ar.write("rng", nn::string_tensor(write_states({&m.explore_rng, &m.sample_rng})));
-  ar.save_to(out);
+  ar.values("last_x", m.last_x);
+  ar.values("last_act", m.last_act);
+  ar.rngs("rng", {&m.explore_rng, &m.sample_rng});
+  ar.save(out);
 }
 
 void Dqn::load(const std::string& path) {
@@ -242,60 +233,33 @@ void Dqn::load(const std::string& path) {
 }
 
 void Dqn::load(std::istream& in, const std::string& path) {
-  try {
-    load_impl(in, path);
-  } catch (const c10::Error&) {
-    MARLSCHED_THROW(InputError,
-                    "cannot read model '" << path << "': corrupted or not a marlsched DQN model");
-  }
-}
-
-void Dqn::load_impl(std::istream& in, const std::string& path) {
   auto& m = *impl_;
-  torch::serialize::InputArchive ar;
-  torch::Tensor meta;
-  try {
-    ar.load_from(in, m.dev);  // networks and optimiser state straight onto the device
-    ar.read("meta", meta);
-    meta = nn::host(meta);
-  } catch (const c10::Error&) {
-    MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
-  }
-  const std::vector<std::int64_t> want = {m.n, m.k, m.in, m.na, m.cfg.share ? 1 : 0};
-  MARLSCHED_REQUIRE(
-      meta.numel() == 5 && std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
-      "model '" << path
-                << "' was trained with a different layout (agents, agents per "
-                   "rank, observation or action space, or network sharing), or "
-                   "by another algorithm");
-  torch::Tensor cnt;
-  ar.read("counters", cnt);
+  ModelReader ar(in, path, "DQN", m.dev);  // networks and optimiser state onto the device
+  ar.require_layout("meta", {m.n, m.k, m.in, m.na, m.cfg.share ? 1 : 0},
+                    "was trained with a different layout (agents, agents per rank, observation "
+                    "or action space, or network sharing), or by another algorithm");
+  const auto cnt = ar.tensor("counters", 2);
   m.env_steps = cnt[0].item<std::int64_t>();
   m.grad_steps = cnt[1].item<std::int64_t>();
   for (std::size_t i = 0; i < m.online.size(); ++i) {
     const std::string id = std::to_string(i);
-    torch::serialize::InputArchive q, t, o;
-    ar.read("q" + id, q);
-    m.online[i]->load(q);
-    ar.read("target" + id, t);
-    m.target[i]->load(t);
-    ar.read("opt" + id, o);
-    m.opt[i]->load(o);
-    torch::Tensor pos, x, x2, r, term, a;
-    ar.read("replay_pos" + id, pos);
-    ar.read("replay_x" + id, x);
-    ar.read("replay_x2" + id, x2);
-    ar.read("replay_r" + id, r);
-    ar.read("replay_term" + id, term);
-    ar.read("replay_a" + id, a);
-    for (auto* t : {&pos, &x, &x2, &r, &term, &a}) *t = nn::host(*t);
+    ar.module("q" + id, *m.online[i]);
+    ar.module("target" + id, *m.target[i]);
+    ar.optimizer("opt" + id, *m.opt[i]);
+    const auto pos = ar.tensor("replay_pos" + id, 2);
+    const auto x = ar.tensor("replay_x" + id), x2 = ar.tensor("replay_x2" + id),
+               r = ar.tensor("replay_r" + id), term = ar.tensor("replay_term" + id),
+               a = ar.tensor("replay_a" + id);
     rollout::Replay& rb = m.replay[i];
     if (m.cfg.offline) continue;  // its buffer holds the dataset (save() writes none)
     const auto size = pos[0].item<std::int64_t>(), head = pos[1].item<std::int64_t>();
-    MARLSCHED_REQUIRE(size >= 0 && size <= rb.cap && head >= 0 && head < rb.cap &&
-                          x.numel() == size * m.in && x2.numel() == size * m.in &&
-                          r.numel() == size && term.numel() == size && a.numel() == size,
-                      "model '" << path << "': replay buffer does not fit --dqn-buffer " << rb.cap);
+    MARLSCHED_REQUIRE(
+        size >= 0 && size <= rb.cap && head >= 0 && head < rb.cap && x.numel() == size * m.in &&
+            x2.numel() == size * m.in && r.numel() == size && term.numel() == size &&
+            a.numel() == size && x.scalar_type() == torch::kFloat32 &&
+            x2.scalar_type() == torch::kFloat32 && r.scalar_type() == torch::kFloat32 &&
+            term.scalar_type() == torch::kFloat32 && a.scalar_type() == torch::kInt64,
+        "model '" << path << "': replay buffer does not fit --dqn-buffer " << rb.cap);
     rb.size = static_cast<int>(size);
     rb.head = static_cast<int>(head);
     std::copy(x.data_ptr<float>(), x.data_ptr<float>() + x.numel(), rb.obs.begin());
@@ -305,24 +269,18 @@ void Dqn::load_impl(std::istream& in, const std::string& path) {
     std::copy(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + size, rb.actions.begin());
   }
   std::fill(m.pending.begin(), m.pending.end(), 0);
-  torch::Tensor lx, la;
-  ar.read("last_x", lx);
-  ar.read("last_act", la);
-  lx = nn::host(lx);
-  la = nn::host(la);
+  const auto lx = ar.tensor("last_x"), la = ar.tensor("last_act");
   // The last act() only matters to a run resumed with the same layout; a model loaded with
   // another number of env copies (export, evaluation) starts without one.
-  if (lx.numel() == static_cast<std::int64_t>(m.e * m.k * m.in) && la.numel() == m.e * m.k) {
+  if (lx.numel() == static_cast<std::int64_t>(m.e * m.k * m.in) && la.numel() == m.e * m.k &&
+      lx.scalar_type() == torch::kFloat32 && la.scalar_type() == torch::kInt64) {
     m.last_x.assign(lx.data_ptr<float>(), lx.data_ptr<float>() + lx.numel());
     m.last_act.assign(la.data_ptr<std::int64_t>(), la.data_ptr<std::int64_t>() + la.numel());
   } else {
     m.last_x.clear();
     m.last_act.clear();
   }
-  torch::Tensor rt;
-  ar.read("rng", rt);
-  MARLSCHED_REQUIRE(read_states(nn::tensor_string(rt), {&m.explore_rng, &m.sample_rng}),
-                    "model '" << path << "': bad RNG state");
+  ar.rngs("rng", {&m.explore_rng, &m.sample_rng});
 }
 
 bool Dqn::shared_parameters_identical() const {

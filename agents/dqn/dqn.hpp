@@ -116,7 +116,6 @@ class Dqn final : public Learner {
                                  const std::string& metadata);
 
  private:
-  void load_impl(std::istream& in, const std::string& path);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

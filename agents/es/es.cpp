@@ -1,5 +1,5 @@
 #include "agents/es/es.hpp"
-#include "agents/archive_check.hpp"
+#include "agents/model_archive.hpp"
 #include "core/clock.hpp"
 
 #include <algorithm>
@@ -663,102 +663,58 @@ const std::vector<StatName>& Es::stat_names() const {
   return names;
 }
 
-namespace {
-torch::Tensor float_tensor(const std::vector<float>& v) {
-  return torch::from_blob(const_cast<float*>(v.data()), {static_cast<std::int64_t>(v.size())},
-                          torch::kFloat32)
-      .clone();
-}
-}  // namespace
-
 void Es::save(const std::string& path) const {
   const auto& m = *impl_;
-  torch::serialize::OutputArchive ar;
-  std::vector<std::int64_t> meta = {m.n, m.in, m.na, m.cfg.normalize ? 1 : 0};
-  for (int h : m.cfg.hidden) meta.push_back(h);
-  ar.write("es_meta", torch::tensor(meta));
-  if (m.per_target) ar.write("es_per_target", torch::tensor({std::int64_t{1}}));
-  nn::write_base(ar, m.cfg.base, m.cfg.base_margin);
-  ar.write("iteration", torch::tensor({m.iteration}));
-  nn::require_finite({float_tensor(m.theta)}, "model '" + path + "'");
-  ar.write("theta", float_tensor(m.theta));
-  ar.write("moments",
-           torch::from_blob(const_cast<double*>(m.moments.data()),
-                            {static_cast<std::int64_t>(m.moments.size())}, torch::kFloat64)
-               .clone());
+  ModelWriter ar;
+  ar.tensor("es_meta", torch::tensor(layout()));
+  if (m.per_target) ar.tensor("es_per_target", torch::tensor({std::int64_t{1}}));
+  ar.base(m.cfg.base, m.cfg.base_margin);
+  ar.tensor("iteration", torch::tensor({m.iteration}));
+  nn::require_finite(
+      {torch::from_blob(const_cast<float*>(m.theta.data()),
+                        {static_cast<std::int64_t>(m.theta.size())}, torch::kFloat32)},
+      "model '" + path + "'");
+  ar.values("theta", m.theta);
+  ar.values("moments", m.moments);
   // Within the DAgger rounds, their labels so far (a resume goes on with the same data).
   if (!m.demo_a.empty()) {
-    ar.write("demo_x", float_tensor(m.demo_x));
-    ar.write("demo_a", torch::from_blob(const_cast<std::int32_t*>(m.demo_a.data()),
-                                        {static_cast<std::int64_t>(m.demo_a.size())}, torch::kInt32)
-                           .clone());
+    ar.values("demo_x", m.demo_x);
+    ar.values("demo_a", m.demo_a);
   }
-  ar.write("imitation_accuracy", torch::tensor({m.imitation_accuracy}, torch::kFloat64));
-  std::ostringstream bytes;
-  ar.save_to(bytes);
-  write_file(path, bytes.str());
+  ar.tensor("imitation_accuracy", torch::tensor({m.imitation_accuracy}, torch::kFloat64));
+  ar.save(path);
+}
+
+std::vector<std::int64_t> Es::layout() const {
+  const auto& m = *impl_;
+  std::vector<std::int64_t> l = {m.n, m.in, m.na, m.cfg.normalize ? 1 : 0};
+  for (int h : m.cfg.hidden) l.push_back(h);
+  return l;
 }
 
 void Es::load(const std::string& path) {
-  verify_archive(path, "model");
-  try {
-    load_impl(path);
-  } catch (const c10::Error&) {
-    MARLSCHED_THROW(InputError,
-                    "cannot read model '" << path << "': corrupted or not a marlsched ES model");
-  }
-}
-
-void Es::load_impl(const std::string& path) {
   auto& m = *impl_;
-  std::ifstream in(path, std::ios::binary);
-  MARLSCHED_REQUIRE_INPUT(static_cast<bool>(in), "cannot read model '" << path << "'");
-  torch::serialize::InputArchive ar;
-  torch::Tensor meta;
-  try {
-    ar.load_from(in);
-    ar.read("es_meta", meta);
-  } catch (const c10::Error&) {
-    MARLSCHED_THROW(InputError, "cannot read model '"
-                                    << path
-                                    << "': not a marlsched ES model (trained by another "
-                                       "algorithm, or not a model file)");
-  }
-  std::vector<std::int64_t> want = {m.n, m.in, m.na, m.cfg.normalize ? 1 : 0};
-  for (int h : m.cfg.hidden) want.push_back(h);
-  meta = meta.contiguous();
-  MARLSCHED_REQUIRE(meta.numel() == static_cast<std::int64_t>(want.size()) &&
-                        std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
-                    "model '" << path
-                              << "' was trained with a different layout (agents, observation or "
-                                 "action space, --es-hidden or --es-normalize)");
+  ModelReader ar(path, "ES");
+  ar.require_layout("es_meta", layout(),
+                    "was trained with a different layout (agents, observation or action space, "
+                    "--es-hidden or --es-normalize)");
   torch::Tensor pt;
-  const bool file_per_target = ar.try_read("es_per_target", pt);
+  const bool file_per_target = ar.try_tensor("es_per_target", pt);
   MARLSCHED_REQUIRE(file_per_target == m.per_target, "model '"
                                                          << path << "' was trained with --es-actor "
                                                          << (file_per_target ? "targets" : "agent")
                                                          << ", this run has " << m.cfg.actor);
-  nn::require_base(ar, path, "--es-base", "--es-base-margin", m.cfg.base, m.cfg.base_margin);
-  torch::Tensor it, th, mo;
-  ar.read("iteration", it);
-  ar.read("theta", th);
-  ar.read("moments", mo);
-  th = th.contiguous();
-  mo = mo.contiguous();
-  MARLSCHED_REQUIRE(th.numel() == static_cast<std::int64_t>(m.theta.size()) &&
-                        mo.numel() == static_cast<std::int64_t>(m.moments.size()),
-                    "model '" << path << "': parameter sizes do not match its layout");
+  ar.require_base("--es-base", "--es-base-margin", m.cfg.base, m.cfg.base_margin);
+  const auto it = ar.tensor("iteration", 1);
+  ar.values("theta", m.theta, "its parameters");
+  ar.values("moments", m.moments, "its optimiser moments");
   m.iteration = it.item<std::int64_t>();
-  std::copy(th.data_ptr<float>(), th.data_ptr<float>() + th.numel(), m.theta.begin());
-  std::copy(mo.data_ptr<double>(), mo.data_ptr<double>() + mo.numel(), m.moments.begin());
   for (float v : m.theta)
     MARLSCHED_REQUIRE(std::isfinite(v), "model '" << path << "' holds a non-finite parameter");
   m.demo_x.clear();
   m.demo_a.clear();
   torch::Tensor dx, da, acc;
-  if (ar.try_read("demo_a", da) && ar.try_read("demo_x", dx)) {
-    da = da.contiguous();
-    dx = dx.contiguous();
+  if (ar.try_tensor("demo_a", da) && ar.try_tensor("demo_x", dx)) {
     MARLSCHED_REQUIRE(da.scalar_type() == torch::kInt32 && dx.scalar_type() == torch::kFloat32 &&
                           dx.numel() == da.numel() * static_cast<std::int64_t>(m.x.size()),
                       "model '" << path << "': its imitation labels do not match its layout");
@@ -768,7 +724,7 @@ void Es::load_impl(const std::string& path) {
       MARLSCHED_REQUIRE(a >= 0 && a < m.na, "model '" << path << "': an imitation label " << a
                                                       << " outside the " << m.na << " actions");
   }
-  if (ar.try_read("imitation_accuracy", acc)) m.imitation_accuracy = acc.item<double>();
+  if (ar.try_tensor("imitation_accuracy", acc, 1)) m.imitation_accuracy = acc.item<double>();
   m.refresh_normalisation();
   m.ready = false;
 }

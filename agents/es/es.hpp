@@ -130,7 +130,9 @@ class Es final : public Learner {
                                  const std::string& metadata);
 
  private:
-  void load_impl(const std::string& path);
+  /// The layout record of its model file: agents, input and action sizes, normalisation, hidden
+  /// sizes.
+  std::vector<std::int64_t> layout() const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -1,5 +1,5 @@
 #include "agents/exported/torchscript_policy.hpp"
-#include "agents/archive_check.hpp"
+#include "agents/model_archive.hpp"
 
 #include <torch/script.h>
 

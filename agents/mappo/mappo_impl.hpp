@@ -10,11 +10,11 @@
 #include <sstream>
 #include <utility>
 
-#include "agents/archive_check.hpp"
 #include "agents/fused.hpp"
 #include "agents/mappo/embedding_pool.hpp"
 #include "agents/mappo/mappo.hpp"
 #include "agents/mappo/ppo_loss.hpp"
+#include "agents/model_archive.hpp"
 #include "agents/nn.hpp"
 #include "core/blas.hpp"
 #include "core/clock.hpp"

@@ -5,18 +5,11 @@
 namespace marlsched {
 
 namespace {
-/// Throws ConfigError unless a model file's layout entry `meta` is `want`.
-void require_layout(const torch::Tensor& meta, const std::vector<std::int64_t>& want,
-                    const std::string& path) {
-  MARLSCHED_REQUIRE(meta.numel() == static_cast<std::int64_t>(want.size()) &&
-                        std::equal(want.begin(), want.end(), meta.data_ptr<std::int64_t>()),
-                    "model '" << path
-                              << "' was trained with a different layout (agents, agents per "
-                                 "rank, observation or action space, actor sharing or groups, "
-                                 "--actor, a centralized (mappo) vs decentralized (ippo) critic, "
-                                 "or --critic-privileged), or is not a MAPPO model (mappo, ippo, "
-                                 "bc and awr write those)");
-}
+/// What differs when a model's layout record is not this run's.
+constexpr const char* kLayoutMismatch =
+    "was trained with a different layout (agents, agents per rank, observation or action space, "
+    "actor sharing or groups, --actor, a centralized (mappo) vs decentralized (ippo) critic, or "
+    "--critic-privileged), or is not a MAPPO model (mappo, ippo, bc and awr write those)";
 }  // namespace
 
 void Mappo::export_torchscript(const std::vector<const Mappo*>& ranks, const std::string& path,
@@ -78,43 +71,24 @@ void Mappo::save(const std::string& path) const {
   auto params = params_of(m.actors);
   for (auto& t : m.critic_params()) params.push_back(t);
   nn::require_finite(params, "model '" + path + "'");
-  torch::serialize::OutputArchive ar;
-  ar.write("meta", torch::tensor(m.layout()));
-  for (std::size_t i = 0; i < m.actors.size(); ++i) {
-    torch::serialize::OutputArchive sub;
-    m.actors[i]->save(sub);
-    ar.write("actor" + std::to_string(i), sub);
-  }
-  torch::serialize::OutputArchive cs, ao, co;
-  m.critic->save(cs);
-  ar.write("critic", cs);
-  if (m.pooled) {
-    torch::serialize::OutputArchive es;
-    m.critic_enc->save(es);
-    ar.write("critic_enc", es);
-  }
-  m.actor_opt->save(ao);
-  ar.write("actor_opt", ao);
-  m.critic_opt->save(co);
-  ar.write("critic_opt", co);
-  ar.write("vnorm", torch::tensor({m.vnorm.count, m.vnorm.mean, m.vnorm.m2}, torch::kFloat64));
-  ar.write("rng", nn::string_tensor(write_states({&m.sample_rng, &m.shuffle_rng})));
-  ar.write("updates", torch::tensor({m.updates_done}, torch::kInt64));
-  ar.write("critic_trained", torch::tensor({m.critic_trained ? 1 : 0}, torch::kInt64));
-  nn::write_base(ar, m.cfg.base_policy, m.cfg.base_margin);
-  std::ostringstream bytes;
-  ar.save_to(bytes);  // in memory: a full disk then fails in write_file, with errno
-  write_file(path, bytes.str());
+  ModelWriter ar;
+  ar.tensor("meta", torch::tensor(m.layout()));
+  for (std::size_t i = 0; i < m.actors.size(); ++i)
+    ar.module("actor" + std::to_string(i), *m.actors[i]);
+  ar.module("critic", *m.critic);
+  if (m.pooled) ar.module("critic_enc", *m.critic_enc);
+  ar.optimizer("actor_opt", *m.actor_opt);
+  ar.optimizer("critic_opt", *m.critic_opt);
+  ar.tensor("vnorm", torch::tensor({m.vnorm.count, m.vnorm.mean, m.vnorm.m2}, torch::kFloat64));
+  ar.rngs("rng", {&m.sample_rng, &m.shuffle_rng});
+  ar.tensor("updates", torch::tensor({m.updates_done}, torch::kInt64));
+  ar.tensor("critic_trained", torch::tensor({m.critic_trained ? 1 : 0}, torch::kInt64));
+  ar.base(m.cfg.base_policy, m.cfg.base_margin);
+  ar.save(path);
 }
 
 void Mappo::load(const std::string& path) {
-  verify_archive(path, "model");
-  try {
-    load_impl(path);
-  } catch (const c10::Error&) {
-    MARLSCHED_THROW(InputError,
-                    "cannot read model '" << path << "': corrupted or not a marlsched model file");
-  }
+  load_impl(path);
 }
 
 std::vector<std::int64_t> Mappo::layout_of(const MappoConfig& cfg, const EnvSpec& spec,
@@ -139,16 +113,9 @@ std::vector<std::int64_t> Mappo::layout_of(const MappoConfig& cfg, const EnvSpec
 
 void Mappo::check_model_layout(const std::string& path, const MappoConfig& cfg, const EnvSpec& spec,
                                int num_agents, int local_agents) {
-  torch::serialize::InputArchive ar;
-  torch::Tensor meta;
-  try {
-    ar.load_from(path, torch::kCPU);
-    ar.read("meta", meta);
-  } catch (const c10::Error&) {
-    MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
-  }
+  ModelReader ar(path, "MAPPO");
   const auto l = layout_of(cfg, spec, num_agents, local_agents);
-  require_layout(meta, l, path);
+  ar.require_layout("meta", l, kLayoutMismatch);
   // The networks' sizes are not in the layout: compare the stored parameters' shapes with the
   // networks this config builds (the first actor and the critic; every actor has one shape).
   const bool per_target = cfg.actor_kind() == ActorKind::kTargets;
@@ -156,89 +123,51 @@ void Mappo::check_model_layout(const std::string& path, const MappoConfig& cfg, 
   const int ain = static_cast<int>(l[2]), cin = static_cast<int>(l[3]);
   const std::string sizes = "--actor-hidden, --critic-hidden and --critic-embed";
   nn::KeepTorchRng keep;  // building the reference networks draws from torch's generator
-  try {
-    torch::serialize::InputArchive actor, critic;
-    ar.read("actor0", actor);
-    nn::require_shapes(
-        *nn::Mlp(per_target ? spec.obs_dim() + nn::target_row_dim(spec) : ain, cfg.actor_hidden,
-                 per_target ? spec.num_modes() : spec.num_actions(), 0.01),
-        actor, path, "actor0", sizes);
-    ar.read("critic", critic);
-    nn::require_shapes(*nn::Mlp(pooled ? cin + cfg.critic_embed : cin, cfg.critic_hidden, 1, 1.0),
-                       critic, path, "critic", sizes);
-    if (pooled) {
-      torch::serialize::InputArchive enc;
-      ar.read("critic_enc", enc);
-      nn::require_shapes(*nn::Mlp(spec.obs_dim(), std::vector<int>{cfg.critic_hidden.front()},
-                                  cfg.critic_embed, 1.0),
-                         enc, path, "critic_enc", sizes);
-    }
-  } catch (const c10::Error&) {
-    MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
-  }
+  ar.require_shapes(
+      "actor0",
+      *nn::Mlp(per_target ? spec.obs_dim() + nn::target_row_dim(spec) : ain, cfg.actor_hidden,
+               per_target ? spec.num_modes() : spec.num_actions(), 0.01),
+      sizes);
+  ar.require_shapes(
+      "critic", *nn::Mlp(pooled ? cin + cfg.critic_embed : cin, cfg.critic_hidden, 1, 1.0), sizes);
+  if (pooled)
+    ar.require_shapes("critic_enc",
+                      *nn::Mlp(spec.obs_dim(), std::vector<int>{cfg.critic_hidden.front()},
+                               cfg.critic_embed, 1.0),
+                      sizes);
 }
 
 void Mappo::init_from(const std::string& path) {
-  verify_archive(path, "model");
-  try {
-    load_impl(path, true);
-  } catch (const c10::Error&) {
-    MARLSCHED_THROW(InputError,
-                    "cannot read model '" << path << "': corrupted or not a marlsched model file");
-  }
+  load_impl(path, true);
 }
 
 void Mappo::load_impl(const std::string& path, bool parameters_only) {
   auto& m = *impl_;
-  torch::serialize::InputArchive ar;
-  torch::Tensor meta;
-  try {
-    ar.load_from(path, m.dev);  // networks and optimiser state straight onto the device
-    ar.read("meta", meta);
-    meta = nn::host(meta);
-  } catch (const c10::Error& e) {
-    MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched model file");
-  }
-  require_layout(meta, m.layout(), path);
+  ModelReader ar(path, "MAPPO", m.dev);  // networks and optimiser state straight onto the device
+  ar.require_layout("meta", m.layout(), kLayoutMismatch);
   if (!parameters_only)  // a warm start may add or leave a baseline; a resume or eval not
-    nn::require_base(ar, path, "--base-policy", "--base-margin", m.cfg.base_policy,
-                     m.cfg.base_margin);
-  for (std::size_t i = 0; i < m.actors.size(); ++i) {
-    torch::serialize::InputArchive sub;
-    ar.read("actor" + std::to_string(i), sub);
-    m.actors[i]->load(sub);
-  }
+    ar.require_base("--base-policy", "--base-margin", m.cfg.base_policy, m.cfg.base_margin);
+  for (std::size_t i = 0; i < m.actors.size(); ++i)
+    ar.module("actor" + std::to_string(i), *m.actors[i]);
   // A warm start takes the critic (and its value normaliser) only from a learner that trained
   // one: not from bc, whose critic is its initialisation (files without the flag are MAPPO's).
   torch::Tensor trained;
   const bool critic_trained =
-      !ar.try_read("critic_trained", trained) || trained[0].item<std::int64_t>() != 0;
+      !ar.try_tensor("critic_trained", trained, 1) || trained[0].item<std::int64_t>() != 0;
   if (parameters_only && !critic_trained) return;
-  torch::serialize::InputArchive cs, ao, co;
-  ar.read("critic", cs);
-  m.critic->load(cs);
-  if (m.pooled) {
-    torch::serialize::InputArchive es;
-    ar.read("critic_enc", es);
-    m.critic_enc->load(es);
-  }
-  torch::Tensor vn;
-  ar.read("vnorm", vn);
+  ar.module("critic", *m.critic);
+  if (m.pooled) ar.module("critic_enc", *m.critic_enc);
+  const auto vn = ar.tensor("vnorm", 3);
   m.vnorm.count = vn[0].item<double>();
   m.vnorm.mean = vn[1].item<double>();
   m.vnorm.m2 = vn[2].item<double>();
   m.critic_trained = critic_trained;
   if (parameters_only) return;
-  ar.read("actor_opt", ao);
-  m.actor_opt->load(ao);
-  ar.read("critic_opt", co);
-  m.critic_opt->load(co);
-  torch::Tensor rt;
-  ar.read("rng", rt);
-  MARLSCHED_REQUIRE(read_states(nn::tensor_string(rt), {&m.sample_rng, &m.shuffle_rng}),
-                    "model '" << path << "': bad RNG state");
+  ar.optimizer("actor_opt", *m.actor_opt);
+  ar.optimizer("critic_opt", *m.critic_opt);
+  ar.rngs("rng", {&m.sample_rng, &m.shuffle_rng});
   torch::Tensor updates;  // absent from models written before --imitate existed
-  m.updates_done = ar.try_read("updates", updates) ? updates[0].item<std::int64_t>() : 0;
+  m.updates_done = ar.try_tensor("updates", updates, 1) ? updates[0].item<std::int64_t>() : 0;
 }
 
 const std::vector<StatName>& Mappo::stat_names() const {

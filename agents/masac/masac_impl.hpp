@@ -10,8 +10,8 @@
 #include <limits>
 #include <sstream>
 
-#include "agents/archive_check.hpp"
 #include "agents/masac/masac.hpp"
+#include "agents/model_archive.hpp"
 #include "agents/nn.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"

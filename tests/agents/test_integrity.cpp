@@ -8,7 +8,7 @@
 #include <fstream>
 #include <functional>
 
-#include "agents/archive_check.hpp"
+#include "agents/model_archive.hpp"
 #include "core/error.hpp"
 #include "test_util.hpp"
 #include "train/run_dir.hpp"
@@ -63,6 +63,83 @@ TEST(Integrity, ArchiveCheckFindsAFlippedBitInAModelsWeights) {
   EXPECT_NE(test::input_error_of([&] {
               verify_archive(dir + "/text.pt", "exported policy");
             }).find("cannot read exported policy"),
+            std::string::npos);
+}
+
+TEST(Integrity, ModelReaderReadsWhatModelWriterWroteAndNamesWhatIsWrong) {
+  const auto dir = test::temp_dir("model-archive");
+  const std::string path = dir + "/m.pt";
+  torch::nn::Linear net(3, 2), other(3, 2), wider(3, 4);
+  Rng a(7), b(9);
+  a.uniform();
+  {
+    ModelWriter w;
+    w.tensor("meta", torch::tensor(std::vector<std::int64_t>{4, 2}));
+    w.values("theta", std::vector<float>{1.5F, -2.0F});
+    w.module("net", *net);
+    w.rngs("rng", {&a});
+    w.base("mpc", 0.5);
+    w.save(path);
+  }
+  ModelReader r(path, "TEST");
+  EXPECT_NO_THROW(r.require_layout("meta", {4, 2}, "differs"));
+  std::vector<float> theta(2);
+  r.values("theta", theta, "its parameters");
+  EXPECT_EQ(theta, (std::vector<float>{1.5F, -2.0F}));
+  r.module("net", *other);
+  EXPECT_TRUE(other->weight.equal(net->weight));
+  r.rngs("rng", {&b});
+  EXPECT_EQ(b.uniform(), a.uniform());
+  EXPECT_NO_THROW(r.require_base("--base", "--margin", "mpc", 0.5));
+  EXPECT_NO_THROW(r.require_shapes("net", *other, "--hidden"));
+  torch::Tensor absent;
+  EXPECT_FALSE(r.try_tensor("absent", absent));
+  // What differs from this run is a ConfigError naming the file and the difference.
+  auto config_error_of = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(config_error_of([&] {
+              r.require_layout("meta", {4, 3}, "has another layout");
+            }),
+            "model '" + path + "' has another layout");
+  EXPECT_NE(config_error_of([&] {
+              std::vector<float> three(3);
+              r.values("theta", three, "its parameters");
+            }).find("its parameters does not fit"),
+            std::string::npos);
+  EXPECT_NE(config_error_of([&] {
+              r.require_base("--base", "--margin", "mpc", 1.5);
+            }).find("was trained with --base 'mpc' --margin 0.5, this run has 'mpc' 1.5"),
+            std::string::npos);
+  EXPECT_NE(config_error_of([&] {
+              r.require_shapes("net", *wider, "--hidden");
+            }).find("holds net.weight of shape [2, 3], but this run builds [4, 3]"),
+            std::string::npos);
+  // A missing record, a record of the wrong size and a model of another kind are InputErrors.
+  EXPECT_NE(test::input_error_of([&] {
+              r.tensor("absent");
+            }).find("its record 'absent' is missing or unreadable (not a marlsched TEST model"),
+            std::string::npos);
+  EXPECT_NE(test::input_error_of([&] {
+              r.tensor("meta", 3);
+            }).find("its record 'meta' holds 2 values where a TEST model has 3"),
+            std::string::npos);
+  EXPECT_NE(test::input_error_of([&] {
+              r.require_layout("es_meta", {4, 2}, "differs");
+            }).find("not a marlsched TEST model (no record 'es_meta'"),
+            std::string::npos);
+  EXPECT_NE(test::input_error_of([&] {
+              r.rngs("theta", {&b});
+            }).find("its record 'theta' is not a random generators' state"),
+            std::string::npos);
+  // Opening checks every record's CRC first.
+  flip(path, static_cast<std::int64_t>(std::filesystem::file_size(path) / 2));
+  EXPECT_NE(test::input_error_of([&] { ModelReader(path, "TEST"); }).find("model '" + path + "'"),
             std::string::npos);
 }
 

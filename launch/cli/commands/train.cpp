@@ -9,8 +9,8 @@
 
 #include <unistd.h>
 
-#include "agents/archive_check.hpp"
 #include "agents/exported/torchscript_policy.hpp"
+#include "agents/model_archive.hpp"
 #include "agents/torch_threads.hpp"
 #include "core/blas.hpp"
 #include "core/error.hpp"
