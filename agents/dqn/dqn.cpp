@@ -139,7 +139,7 @@ void Dqn::record(const StepFeedback& fb) {
 
 UpdateStats Dqn::update(const PolicyInput& last) {
   auto& m = *impl_;
-  MARLSCHED_CHECK(!m.cfg.offline, "an offline DQN learns with offline_update()");
+  MARLSCHED_CHECK(!m.cfg.offline, "an offline DQN learns through QFit (agents/offline/q_fit.hpp)");
   UpdateStats st;
   std::vector<float> x_last;
   m.inputs_of(last.global, x_last);

@@ -30,8 +30,6 @@
 
 namespace marlsched {
 
-struct LocalDataset;
-
 struct DqnConfig {
   double lr = 5e-4;
   double gamma = 0.95;
@@ -49,8 +47,8 @@ struct DqnConfig {
   /// draw from different streams).
   std::uint64_t draw_stream = 0;
   /// Not options: set by the offline learner `cql` (agents/offline). Offline, the replay
-  /// buffers hold a dataset (use_dataset) and are not saved; cql_alpha > 0 adds discrete
-  /// CQL's penalty to the TD loss.
+  /// buffers hold a dataset (QFit, agents/offline/q_fit.hpp) and are not saved; cql_alpha > 0 adds
+  /// discrete CQL's penalty to the TD loss.
   bool offline = false;
   double cql_alpha = 0.0;
   bool double_dqn = true;
@@ -92,16 +90,6 @@ class Dqn final : public Learner {
   bool shared_parameters_identical() const override;
   std::uint64_t shared_parameter_digest() const override;
 
-  /// Offline (cfg.offline): replaces the replay buffers' contents with every transition of
-  /// this rank's agents in `data` (reward (1-β)·own + β·team, the team being all agents or,
-  /// with `team_targets`, each agent's targets; terminations cut the target, truncations and
-  /// cut blocks bootstrap from the next observation).
-  void use_dataset(const LocalDataset& data, bool team_targets = false);
-  /// Offline, collective: `epochs` passes over the buffers in minibatches of `minibatch`
-  /// transitions (shuffled with the learner's seeded RNG). Statistics: td_loss, cql_gap,
-  /// q_mean, grad_norm.
-  UpdateStats offline_update(int epochs, int minibatch);
-
   /// Q-values of local agent k for one world's global observations (for tests).
   std::vector<float> q_values(const GlobalObs& g, int local_agent) const;
   /// Current ε of the training schedule.
@@ -115,8 +103,13 @@ class Dqn final : public Learner {
   static void export_torchscript(const std::vector<const Dqn*>& ranks, const std::string& path,
                                  const std::string& metadata);
 
- private:
+  /// Its parts: Q-networks, target networks, optimisers, replay buffers and the TD step
+  /// (agents/dqn/dqn_impl.hpp), for the learners that train them another way (cql,
+  /// agents/offline/q_fit.hpp).
   struct Impl;
+  Impl& parts() { return *impl_; }
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

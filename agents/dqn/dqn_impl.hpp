@@ -55,7 +55,7 @@ struct Dqn::Impl : nn::LearnerDims {
       online.emplace_back(in, cfg.hidden, na, 1.0);
       target.emplace_back(in, cfg.hidden, na, 1.0);
       replay.emplace_back();
-      replay.back().init(cfg.offline ? 0 : cfg.buffer, in);  // offline: use_dataset sizes it
+      replay.back().init(cfg.offline ? 0 : cfg.buffer, in);  // offline: QFit::use_dataset sizes it
     }
     if (cfg.share) dist::broadcast_parameters(online[0]->parameters(), comm);
     for (int i = 0; i < nets; ++i) {

@@ -28,8 +28,6 @@
 
 namespace marlsched {
 
-struct LocalDataset;
-
 /// The kinds of actor and critic that --actor and --critic name (MappoConfig::actor_kind and
 /// critic_kind read the option strings; the learner branches on these, not on strings).
 enum class ActorKind { kMlp, kTargets };
@@ -173,30 +171,6 @@ class Mappo final : public Learner {
   static void export_torchscript(const std::vector<const Mappo*>& ranks, const std::string& path,
                                  const std::string& metadata, bool with_critic);
 
-  /// Behaviour cloning (the bc learner, agents/offline): `epochs` passes, in minibatches of
-  /// `minibatch` rows, over the (observation, action) pairs of this rank's agents in `data`
-  /// (io/dataset.hpp; its world-steps × local agents), minimising the actor's −log π(a|o) with
-  /// Adam (--lr-actor) and the same gradient clipping as update(); a shared actor's gradients
-  /// are averaged over ranks, so it stays bitwise identical. The critic is not trained. The
-  /// actor inputs are built once, on the first call. Statistics: bc_loss, bc_accuracy (the
-  /// share of rows whose most probable action is the logged one), grad_norm_actor.
-  UpdateStats clone(const LocalDataset& data, int epochs, int minibatch);
-
-  /// Advantage-weighted regression (the awr learner, agents/offline; Peng et al. 2019, the
-  /// policy step of IQL): each call fits the critic to the dataset's λ-returns of the reward
-  /// (1-β)·own + β·mean over agents (bootstrapped at episode ends and cuts, --gamma,
-  /// --gae-lambda, MAPPO's value normalisation and Huber loss), then trains the actor on the
-  /// logged actions with weights min(exp(Â / temperature), max_weight), Â the standardised
-  /// advantage λ-return − V(s). Only actions in the data are ever scored (no out-of-distribution
-  /// queries). `epochs` passes of each. Statistics: awr_loss, awr_accuracy, value_loss,
-  /// mean_weight, grad_norm_actor, grad_norm_critic. Not for --critic pooled.
-  struct AwrOptions {
-    int epochs = 1, minibatch = 512;
-    double temperature = 1.0, max_weight = 20.0, team_reward = 1.0;
-    bool team_targets = false;  ///< the team reward over each agent's targets (--team-scope)
-  };
-  UpdateStats awr(const LocalDataset& data, const AwrOptions& opt);
-
   /// What a model file of this config, env and layout records as its layout (the "meta" entry
   /// that load and init_from check), computed without building the networks.
   static std::vector<std::int64_t> layout_of(const MappoConfig& cfg, const EnvSpec& spec,
@@ -215,9 +189,14 @@ class Mappo final : public Learner {
   /// Number of floats in the shared parameter set (critic, and the actor when shared).
   std::int64_t shared_parameter_count() const;
 
+  /// Its parts: actors, critic, value normaliser, optimisers, gradient buckets and input
+  /// builders (agents/mappo/mappo_impl.hpp), for the learners that train the same networks
+  /// another way (bc and awr, agents/offline/policy_fit.hpp).
+  struct Impl;
+  Impl& parts() { return *impl_; }
+
  private:
   void load_impl(const std::string& path, bool parameters_only = false);
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -80,13 +80,6 @@ struct Mappo::Impl : nn::LearnerDims {
   nn::MlpTape actor_tape, critic_tape;
   mutable nn::MlpTape act_actor_tape, act_critic_tape;  // act()'s and values()' forward passes
   torch::Tensor xb, cb, dz, dv;                         // the fused update's minibatch buffers
-  // Offline training (mappo_offline.cpp: Mappo::clone, Mappo::awr): the dataset's actor inputs,
-  // logged actions and local agent indices, and (awr) the critic inputs of every state and next
-  // state, [world-step][k] rows, built on the first call.
-  std::int64_t off_rows = 0;
-  torch::Tensor off_X, off_A, off_AG, off_C, off_C2;
-  void prepare_offline(const LocalDataset& data, bool with_critic, int minibatch);
-
   /// The moments over every rank (a collective) of an update's returns and advantages: updates
   /// the value normaliser with the returns', fills `tgt` with the value targets (the returns,
   /// normalised with --value-norm) and returns the advantages' mean and standard deviation.
@@ -108,9 +101,6 @@ struct Mappo::Impl : nn::LearnerDims {
       tgt[i] = cfg.value_norm ? static_cast<float>((ret[i] - vnorm.mean) / vnorm.std()) : ret[i];
     return {mean, sd};
   }
-  /// One pass of actor steps over the offline rows minimising −mean(w · log π(a|o)) (w = 1 when
-  /// `weights` is undefined); adds loss, argmax accuracy and gradient norm to s[0..2].
-  int offline_actor_epoch(int minibatch, const torch::Tensor& weights, double* s, UpdateStats& st);
   // Last act() inputs (so that record() can pair them).
   std::vector<float> last_x, last_c, last_logp, last_value;
   std::vector<std::int64_t> last_act;

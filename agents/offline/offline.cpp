@@ -56,6 +56,7 @@ OfflineLearner::OfflineLearner(OfflineMethod method, const OfflineConfig& cfg,
       first_(l.first_agent),
       k_(l.local_agents),
       mappo_(std::make_unique<Mappo>(nets, l)),
+      fit_(*mappo_),
       values_(static_cast<std::size_t>(l.copies * l.local_agents),
               std::numeric_limits<float>::quiet_NaN()) {
   cfg_.validate();
@@ -74,15 +75,15 @@ UpdateStats OfflineLearner::update(const PolicyInput&) {
   if (!data_)
     data_ = std::make_unique<LocalDataset>(
         read_dataset(comm_, dataset_files(cfg_.dataset), spec_, first_, k_));
-  if (method_ == OfflineMethod::kClone) return mappo_->clone(*data_, cfg_.epochs, cfg_.minibatch);
-  Mappo::AwrOptions o;
+  if (method_ == OfflineMethod::kClone) return fit_.clone(*data_, cfg_.epochs, cfg_.minibatch);
+  PolicyFit::AwrOptions o;
   o.epochs = cfg_.epochs;
   o.minibatch = cfg_.minibatch;
   o.temperature = cfg_.temperature;
   o.max_weight = cfg_.max_weight;
   o.team_reward = team_reward_;
   o.team_targets = team_targets_;
-  return mappo_->awr(*data_, o);
+  return fit_.awr(*data_, o);
 }
 
 const std::vector<StatName>& OfflineLearner::stat_names() const {
@@ -115,18 +116,19 @@ CqlLearner::CqlLearner(const OfflineConfig& cfg, const DqnConfig& nets, const Le
       comm_(*l.comm),
       first_(l.first_agent),
       k_(l.local_agents),
-      dqn_(std::make_unique<Dqn>(offline_dqn(nets, cfg.cql_alpha), l)) {
+      dqn_(std::make_unique<Dqn>(offline_dqn(nets, cfg.cql_alpha), l)),
+      fit_(*dqn_) {
   cfg_.validate();
   dqn_->set_training(false);
 }
 
 UpdateStats CqlLearner::update(const PolicyInput&) {
   if (!loaded_) {
-    dqn_->use_dataset(read_dataset(comm_, dataset_files(cfg_.dataset), spec_, first_, k_),
-                      team_targets_);
+    fit_.use_dataset(read_dataset(comm_, dataset_files(cfg_.dataset), spec_, first_, k_),
+                     team_targets_);
     loaded_ = true;
   }
-  return dqn_->offline_update(cfg_.epochs, cfg_.minibatch);
+  return fit_.update(cfg_.epochs, cfg_.minibatch);
 }
 
 const std::vector<StatName>& CqlLearner::stat_names() const {

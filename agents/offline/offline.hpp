@@ -25,6 +25,8 @@
 
 #include "agents/dqn/dqn.hpp"
 #include "agents/mappo/mappo.hpp"
+#include "agents/offline/policy_fit.hpp"
+#include "agents/offline/q_fit.hpp"
 #include "core/learner.hpp"
 #include "core/options.hpp"
 #include "io/dataset.hpp"
@@ -60,7 +62,7 @@ class OfflineLearner final : public Learner {
   void set_training(bool) override {}
   void set_deterministic(bool d) override { mappo_->set_deterministic(d); }
   void record(const StepFeedback&) override {}
-  /// Collective: reads the dataset (the first time), then Mappo::clone or Mappo::awr.
+  /// Collective: reads the dataset (the first time), then PolicyFit::clone or PolicyFit::awr.
   UpdateStats update(const PolicyInput& last) override;
   const std::vector<StatName>& stat_names() const override;
   /// A MAPPO model file (actor, critic, optimisers, value normaliser, RNGs).
@@ -81,6 +83,7 @@ class OfflineLearner final : public Learner {
   const dist::Comm& comm_;
   int first_, k_;
   std::unique_ptr<Mappo> mappo_;
+  PolicyFit fit_;  ///< on mappo_'s networks
   std::unique_ptr<LocalDataset> data_;
   std::vector<float> values_;
 };
@@ -99,7 +102,7 @@ class CqlLearner final : public Learner {
   void set_deterministic(bool d) override { dqn_->set_deterministic(d); }
   void record(const StepFeedback&) override {}
   /// Collective: reads the dataset into the replay buffers (the first time), then
-  /// Dqn::offline_update.
+  /// QFit::update.
   UpdateStats update(const PolicyInput& last) override;
   const std::vector<StatName>& stat_names() const override;
   /// A DQN model file without the replay buffers (the dataset is read again on resume).
@@ -117,6 +120,7 @@ class CqlLearner final : public Learner {
   const dist::Comm& comm_;
   int first_, k_;
   std::unique_ptr<Dqn> dqn_;
+  QFit fit_;  ///< on dqn_'s networks
   bool loaded_ = false;
 };
 

@@ -7,6 +7,8 @@
 
 #include "agents/dqn/dqn.hpp"
 #include "agents/mappo/mappo.hpp"
+#include "agents/offline/policy_fit.hpp"
+#include "agents/offline/q_fit.hpp"
 #include "bandit.hpp"
 #include "core/error.hpp"
 #include "io/dataset.hpp"
@@ -53,10 +55,11 @@ TEST(Offline, CloneCopiesTheLoggedPolicy) {
   auto comm = dist::Comm::world();
   const auto spec = test::bandit_spec();
   Mappo m(offline_config(), test::layout(spec, comm, 1, 0, 1, 1, 5));
+  PolicyFit fit(m);
   // The logged policy: action 1 three times in four, action 2 otherwise.
   const auto data = bandit_dataset(32, [](int r) { return r % 4 == 0 ? 2 : 1; });
   UpdateStats st;
-  for (int it = 0; it < 20; ++it) st = m.clone(data, 2, 64);
+  for (int it = 0; it < 20; ++it) st = fit.clone(data, 2, 64);
   std::vector<float> obs = {0.5f, -0.5f};
   const auto p = m.action_probs(GlobalObs{obs.data(), 1, 2}, 0);
   EXPECT_NEAR(p[1], 0.75, 0.05);
@@ -65,20 +68,21 @@ TEST(Offline, CloneCopiesTheLoggedPolicy) {
   // logged majority.
   ASSERT_EQ(st.values.size(), 3u);
   EXPECT_NEAR(st.values[1], 0.75, 1e-6);
-  EXPECT_THROW(m.clone(data, 1, 100000), InputError);  // fewer rows than a minibatch
+  EXPECT_THROW(fit.clone(data, 1, 100000), InputError);  // fewer rows than a minibatch
 }
 
 TEST(Offline, AwrPrefersThePayingActionOverTheLoggedMajority) {
   auto comm = dist::Comm::world();
   const auto spec = test::bandit_spec();
   Mappo m(offline_config(), test::layout(spec, comm, 1, 0, 1, 1, 6));
+  PolicyFit fit(m);
   const auto data = bandit_dataset(32, [](int r) { return r % 4 == 0 ? 2 : 1; });
-  Mappo::AwrOptions o;
+  PolicyFit::AwrOptions o;
   o.epochs = 2;
   o.minibatch = 64;
   o.team_reward = 0.0;
   UpdateStats st;
-  for (int it = 0; it < 30; ++it) st = m.awr(data, o);
+  for (int it = 0; it < 30; ++it) st = fit.awr(data, o);
   std::vector<float> obs = {0.5f, -0.5f};
   const auto p = m.action_probs(GlobalObs{obs.data(), 1, 2}, 0);
   EXPECT_GT(p[2], 0.5) << "AWR did not move probability to the paying action";
@@ -97,12 +101,12 @@ TEST(Offline, InitFromTakesTheActorAndOnlyATrainedCritic) {
   std::vector<float> obs = {0.5f, -0.5f};
   const GlobalObs g{obs.data(), 1, 2};
   Mappo cloned(offline_config(), test::layout(spec, comm, 1, 0, 1, 1, 7));
-  cloned.clone(data, 1, 16);
+  PolicyFit(cloned).clone(data, 1, 16);
   cloned.save(dir + "/bc.pt");
   Mappo fitted(offline_config(), test::layout(spec, comm, 1, 0, 1, 1, 8));
-  Mappo::AwrOptions o;
+  PolicyFit::AwrOptions o;
   o.minibatch = 16;
-  fitted.awr(data, o);
+  PolicyFit(fitted).awr(data, o);
   fitted.save(dir + "/awr.pt");
 
   Mappo a(offline_config(), test::layout(spec, comm, 1, 0, 1, 1, 9)),
@@ -172,10 +176,11 @@ TEST(Offline, CqlStitchesEpisodesAndValuesUnloggedActionsLowest) {
   auto comm = dist::Comm::world();
   const auto spec = test::bandit_spec();
   Dqn q(cql_config(), test::layout(spec, comm, 1, 0, 1, 1, 11));
-  q.use_dataset(chain_dataset(32));
+  QFit fit(q);
+  fit.use_dataset(chain_dataset(32));
   EXPECT_EQ(q.replay_size(), 128);
   UpdateStats st;
-  for (int it = 0; it < 60; ++it) st = q.offline_update(2, 32);
+  for (int it = 0; it < 60; ++it) st = fit.update(2, 32);
   std::vector<float> a = {1.f, 0.f}, b = {0.f, 1.f};
   const auto qa = q.q_values(GlobalObs{a.data(), 1, 2}, 0);
   const auto qb = q.q_values(GlobalObs{b.data(), 1, 2}, 0);
@@ -186,8 +191,8 @@ TEST(Offline, CqlStitchesEpisodesAndValuesUnloggedActionsLowest) {
   EXPECT_LT(qb[1], std::min(qb[0], qb[2]) - 1.0) << qb[1];  // never logged in B
   // td_loss, cql_gap, q_mean, grad_norm (the cql learner's stat_names)
   ASSERT_EQ(st.values.size(), 4u);
-  EXPECT_GT(st.values[1], 0.0);                         // logsumexp exceeds any one action's value
-  EXPECT_THROW(q.offline_update(1, 1000), InputError);  // fewer transitions than a minibatch
+  EXPECT_GT(st.values[1], 0.0);                   // logsumexp exceeds any one action's value
+  EXPECT_THROW(fit.update(1, 1000), InputError);  // fewer transitions than a minibatch
 
   // Saved without its dataset: a loaded copy has the same values and an empty buffer.
   const auto dir = test::temp_dir("offline-cql");

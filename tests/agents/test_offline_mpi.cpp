@@ -10,6 +10,8 @@
 
 #include "agents/dqn/dqn.hpp"
 #include "agents/mappo/mappo.hpp"
+#include "agents/offline/policy_fit.hpp"
+#include "agents/offline/q_fit.hpp"
 #include "bandit.hpp"
 #include "io/dataset.hpp"
 #include "io/trajectory.hpp"
@@ -72,13 +74,14 @@ std::uint64_t train_offline(const dist::Comm& comm, const LocalDataset& data, bo
   cfg.critic_hidden = {8};
   const int k = kN / comm.size();
   Mappo m(cfg, test::layout(test::bandit_spec(), comm, kN, comm.rank() * k, k, 1, seed));
-  Mappo::AwrOptions o;
+  PolicyFit fit(m);
+  PolicyFit::AwrOptions o;
   o.minibatch = 16;
   for (int it = 0; it < 3; ++it) {
     if (awr)
-      m.awr(data, o);
+      fit.awr(data, o);
     else
-      m.clone(data, 1, 16);
+      fit.clone(data, 1, 16);
   }
   EXPECT_TRUE(m.shared_parameters_identical());
   return m.shared_parameter_digest();
@@ -92,8 +95,9 @@ std::uint64_t train_cql(const dist::Comm& comm, const LocalDataset& data, std::u
   cfg.hidden = {8};
   const int k = kN / comm.size();
   Dqn q(cfg, test::layout(test::bandit_spec(), comm, kN, comm.rank() * k, k, 1, seed));
-  q.use_dataset(data);
-  for (int it = 0; it < 3; ++it) q.offline_update(1, 16);
+  QFit fit(q);
+  fit.use_dataset(data);
+  for (int it = 0; it < 3; ++it) fit.update(1, 16);
   EXPECT_TRUE(q.shared_parameters_identical());
   return q.shared_parameter_digest();
 }

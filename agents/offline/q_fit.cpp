@@ -1,6 +1,4 @@
-/// \file dqn_offline.cpp
-/// DQN's Q-networks trained from a dataset (the offline learner `cql`, agents/offline): the
-/// replay buffers filled once with the dataset's transitions, then passes over them.
+#include "agents/offline/q_fit.hpp"
 
 #include <limits>
 
@@ -11,9 +9,12 @@
 
 namespace marlsched {
 
-void Dqn::use_dataset(const LocalDataset& data, bool team_targets) {
-  auto& m = *impl_;
-  MARLSCHED_CHECK(m.cfg.offline, "use_dataset() needs an offline DQN");
+QFit::QFit(Dqn& nets) : m_(nets.parts()) {
+  MARLSCHED_CHECK(m_.cfg.offline, "QFit needs an offline DQN");
+}
+
+void QFit::use_dataset(const LocalDataset& data, bool team_targets) {
+  auto& m = m_;
   MARLSCHED_CHECK(data.num_agents == m.n && data.first_agent == m.first &&
                       data.local_agents == m.k && data.obs_dim == m.spec.obs_dim(),
                   "the dataset was read for another layout");
@@ -40,9 +41,8 @@ void Dqn::use_dataset(const LocalDataset& data, bool team_targets) {
   }
 }
 
-UpdateStats Dqn::offline_update(int epochs, int minibatch) {
-  auto& m = *impl_;
-  MARLSCHED_CHECK(m.cfg.offline, "offline_update() needs an offline DQN");
+UpdateStats QFit::update(int epochs, int minibatch) {
+  auto& m = m_;
   const int size = m.replay[0].size;  // every buffer, on every rank, holds as many
   MARLSCHED_REQUIRE_INPUT(size >= minibatch, "the dataset holds "
                                                  << size

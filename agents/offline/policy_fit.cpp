@@ -1,20 +1,31 @@
-/// \file mappo_offline.cpp
-/// MAPPO's actor and critic trained from a dataset (the offline learners, agents/offline):
-/// behaviour cloning (Mappo::clone) and advantage-weighted regression (Mappo::awr).
+#include "agents/offline/policy_fit.hpp"
 
 #include "agents/mappo/mappo_impl.hpp"
-#include "io/dataset.hpp"
 
 namespace marlsched {
 
-void Mappo::Impl::prepare_offline(const LocalDataset& data, bool with_critic, int minibatch) {
-  MARLSCHED_REQUIRE(!base,
+/// The dataset's actor inputs, logged actions and local agent indices, and (awr) the critic
+/// inputs of every state and next state, [world-step][k] rows.
+struct PolicyFit::Rows {
+  std::int64_t rows = 0;
+  torch::Tensor X, A, AG, C, C2;
+};
+
+PolicyFit::PolicyFit(Mappo& nets) : m_(nets.parts()), rows_(std::make_unique<Rows>()) {
+  MARLSCHED_REQUIRE(!m_.base,
                     "--base-policy: the offline learners fit the actor alone; leave it "
                     "empty");
-  MARLSCHED_REQUIRE(pd == 0,
+  MARLSCHED_REQUIRE(m_.pd == 0,
                     "--critic-privileged: a dataset holds no privileged fields; leave it off");
-  MARLSCHED_CHECK(data.num_agents == n && data.first_agent == first && data.local_agents == k &&
-                      data.obs_dim == d,
+}
+
+PolicyFit::~PolicyFit() = default;
+
+void PolicyFit::prepare(const LocalDataset& data, bool with_critic, int minibatch) {
+  auto& m = m_;
+  auto& f = *rows_;
+  MARLSCHED_CHECK(data.num_agents == m.n && data.first_agent == m.first &&
+                      data.local_agents == m.k && data.obs_dim == m.d,
                   "the dataset was read for another layout");
   const std::int64_t rows = data.transitions();
   MARLSCHED_REQUIRE_INPUT(rows >= minibatch, "the dataset holds "
@@ -24,47 +35,50 @@ void Mappo::Impl::prepare_offline(const LocalDataset& data, bool with_critic, in
                                                  << minibatch << ")");
   // One pass over the rows builds what is still missing: the actor inputs and actions, and
   // (awr) the critic inputs of each state and next state.
-  const bool need_x = off_rows == 0, need_c = with_critic && off_C.numel() == 0;
+  const bool need_x = f.rows == 0, need_c = with_critic && f.C.numel() == 0;
   if (!need_x && !need_c) return;
-  std::vector<float> x(need_x ? static_cast<std::size_t>(rows * ain) : 0);
-  std::vector<float> c(need_c ? static_cast<std::size_t>(rows * cin) : 0), c2(c.size());
+  std::vector<float> x(need_x ? static_cast<std::size_t>(rows * m.ain) : 0);
+  std::vector<float> c(need_c ? static_cast<std::size_t>(rows * m.cin) : 0), c2(c.size());
   std::vector<std::int64_t> a(need_x ? static_cast<std::size_t>(rows) : 0);
-  std::vector<float> xa(static_cast<std::size_t>(ain)), xc(static_cast<std::size_t>(cin));
+  std::vector<float> xa(static_cast<std::size_t>(m.ain)), xc(static_cast<std::size_t>(m.cin));
   for (std::int64_t r = 0; r < data.rows; ++r)
-    for (int kk = 0; kk < k; ++kk) {
-      const std::int64_t i = r * k + kk;
-      build_inputs(data.global(r), kk, need_x ? x.data() + i * ain : xa.data(),
-                   need_c ? c.data() + i * cin : xc.data());
-      if (need_c) build_inputs(data.global(r, true), kk, xa.data(), c2.data() + i * cin);
+    for (int kk = 0; kk < m.k; ++kk) {
+      const std::int64_t i = r * m.k + kk;
+      m.build_inputs(data.global(r), kk, need_x ? x.data() + i * m.ain : xa.data(),
+                     need_c ? c.data() + i * m.cin : xc.data());
+      if (need_c) m.build_inputs(data.global(r, true), kk, xa.data(), c2.data() + i * m.cin);
       if (need_x) a[static_cast<std::size_t>(i)] = data.actions[static_cast<std::size_t>(i)];
     }
   if (need_x) {
-    off_X = torch::from_blob(x.data(), {rows, ain}, torch::kFloat32).clone().to(dev);
-    off_A = torch::from_blob(a.data(), {rows}, torch::kInt64).clone().to(dev);
-    off_AG = local_agent_index(static_cast<int>(rows));
-    off_rows = rows;
+    f.X = torch::from_blob(x.data(), {rows, m.ain}, torch::kFloat32).clone().to(m.dev);
+    f.A = torch::from_blob(a.data(), {rows}, torch::kInt64).clone().to(m.dev);
+    f.AG = m.local_agent_index(static_cast<int>(rows));
+    f.rows = rows;
   }
   if (need_c) {
-    off_C = torch::from_blob(c.data(), {rows, cin}, torch::kFloat32).clone().to(dev);
-    off_C2 = torch::from_blob(c2.data(), {rows, cin}, torch::kFloat32).clone().to(dev);
+    f.C = torch::from_blob(c.data(), {rows, m.cin}, torch::kFloat32).clone().to(m.dev);
+    f.C2 = torch::from_blob(c2.data(), {rows, m.cin}, torch::kFloat32).clone().to(m.dev);
   }
 }
 
-int Mappo::Impl::offline_actor_epoch(int minibatch, const torch::Tensor& weights, double* s,
-                                     UpdateStats& st) {
-  auto& m = *this;
+namespace {
+
+/// One pass of actor steps over the rows (X, A, AG) minimising −mean(w · log π(a|o)) (w = 1 when
+/// `weights` is undefined); adds loss, argmax accuracy and gradient norm to s[0..2].
+int actor_epoch(Mappo::Impl& m, const torch::Tensor& X, const torch::Tensor& A,
+                const torch::Tensor& AG, std::int64_t rows, int minibatch,
+                const torch::Tensor& weights, double* s, UpdateStats& st) {
   const auto actor_params = params_of(m.actors);
-  const int batches = static_cast<int>(m.off_rows / minibatch);
+  const int batches = static_cast<int>(rows / minibatch);
   std::vector<std::int64_t> perm;
-  shuffle_units(static_cast<int>(m.off_rows), 1, m.shuffle_rng, perm);
+  shuffle_units(static_cast<int>(rows), 1, m.shuffle_rng, perm);
   for (int b = 0; b < batches; ++b) {
     const double t0 = now();
     auto idx = torch::from_blob(perm.data() + static_cast<std::ptrdiff_t>(b) * minibatch,
                                 {minibatch}, torch::kInt64)
                    .to(m.dev);
-    auto logp = torch::log_softmax(
-        m.logits(m.off_X.index_select(0, idx), m.off_AG.index_select(0, idx)), 1);
-    auto act = m.off_A.index_select(0, idx);
+    auto logp = torch::log_softmax(m.logits(X.index_select(0, idx), AG.index_select(0, idx)), 1);
+    auto act = A.index_select(0, idx);
     auto nll = -logp.gather(1, act.unsqueeze(1)).squeeze(1);
     auto loss = weights.defined() ? (weights.index_select(0, idx) * nll).mean() : nll.mean();
     m.actor_grads.zero();
@@ -86,25 +100,30 @@ int Mappo::Impl::offline_actor_epoch(int minibatch, const torch::Tensor& weights
   return batches;
 }
 
-UpdateStats Mappo::clone(const LocalDataset& data, int epochs, int minibatch) {
-  auto& m = *impl_;
-  m.prepare_offline(data, false, minibatch);
+}  // namespace
+
+UpdateStats PolicyFit::clone(const LocalDataset& data, int epochs, int minibatch) {
+  auto& m = m_;
+  prepare(data, false, minibatch);
+  const auto& f = *rows_;
   UpdateStats st;
   double s[3] = {0, 0, 0};  // bc_loss, bc_accuracy, grad_norm_actor
   int updates = 0;
-  for (int ep = 0; ep < epochs; ++ep) updates += m.offline_actor_epoch(minibatch, {}, s, st);
+  for (int ep = 0; ep < epochs; ++ep)
+    updates += actor_epoch(m, f.X, f.A, f.AG, f.rows, minibatch, {}, s, st);
   m.comm.allreduce_sum(s, 3);
   const double div = static_cast<double>(std::max(1, updates)) * m.comm.size();
   for (double v : s) st.values.push_back(v / div);
   return st;
 }
 
-UpdateStats Mappo::awr(const LocalDataset& data, const AwrOptions& opt) {
-  auto& m = *impl_;
+UpdateStats PolicyFit::awr(const LocalDataset& data, const AwrOptions& opt) {
+  auto& m = m_;
   MARLSCHED_REQUIRE(
       !m.pooled, "awr fits the concat or local critic; --critic pooled is not supported offline");
-  m.prepare_offline(data, true, opt.minibatch);
-  const std::int64_t rows = m.off_rows;
+  prepare(data, true, opt.minibatch);
+  const auto& f = *rows_;
+  const std::int64_t rows = f.rows;
   const int K = m.k;
   UpdateStats st;
   const double t_start = now();
@@ -118,7 +137,7 @@ UpdateStats Mappo::awr(const LocalDataset& data, const AwrOptions& opt) {
       out[static_cast<std::size_t>(i)] = m.denorm(v.data_ptr<float>()[i]);
     return out;
   };
-  const auto v = value_rows(m.off_C), v2 = value_rows(m.off_C2);
+  const auto v = value_rows(f.C), v2 = value_rows(f.C2);
 
   // λ-returns of the learner's reward (1-β)·own + β·mean over agents, per block and agent,
   // backwards: at an episode end (or a block's last row) the episode's value is bootstrapped
@@ -169,7 +188,7 @@ UpdateStats Mappo::awr(const LocalDataset& data, const AwrOptions& opt) {
       auto idx = torch::from_blob(perm.data() + static_cast<std::ptrdiff_t>(b) * opt.minibatch,
                                   {opt.minibatch}, torch::kInt64)
                      .to(m.dev);
-      auto pred = m.critic.ptr()->forward(m.off_C.index_select(0, idx)).squeeze(1);
+      auto pred = m.critic.ptr()->forward(f.C.index_select(0, idx)).squeeze(1);
       auto loss = torch::nn::functional::huber_loss(
           pred, TGT.index_select(0, idx),
           torch::nn::functional::HuberLossFuncOptions().delta(m.cfg.huber_delta));
@@ -189,7 +208,8 @@ UpdateStats Mappo::awr(const LocalDataset& data, const AwrOptions& opt) {
   // The actor: advantage-weighted cross-entropy of the logged actions.
   double s[3] = {0, 0, 0};  // awr_loss, accuracy, grad_norm_actor
   int updates = 0;
-  for (int ep = 0; ep < opt.epochs; ++ep) updates += m.offline_actor_epoch(opt.minibatch, W, s, st);
+  for (int ep = 0; ep < opt.epochs; ++ep)
+    updates += actor_epoch(m, f.X, f.A, f.AG, f.rows, opt.minibatch, W, s, st);
   double all[6] = {s[0], s[1], s[2], c[0], c[1], wsum / static_cast<double>(rows)};
   m.comm.allreduce_sum(all, 6);
   const double div = static_cast<double>(std::max(1, updates)) * m.comm.size();
