@@ -19,11 +19,10 @@ namespace marlsched {
 void EsConfig::bind(OptionBinder& b) {
   b.group("Agent: ES (augmented random search with common random numbers)");
   b.add("es-hidden", hidden, "hidden layer sizes of the policy (empty: linear, as ARS)").positive();
-  b.add("es-actor", actor,
-        "policy input: agent (own observation, every site's public fields, the agent id; grows "
-        "with the agent count) or targets (one net scores each (mode, target) of the env's "
-        "targeted actions from the own observation and the target's features, e.g. geodc)")
-      .one_of({"agent", "targets"});
+  b.choice("es-actor", actor, {{"agent", EsActor::kAgent}, {"targets", EsActor::kTargets}},
+           "policy input: agent (own observation, every site's public fields, the agent id; grows "
+           "with the agent count) or targets (one net scores each (mode, target) of the env's "
+           "targeted actions from the own observation and the target's features, e.g. geodc)");
   b.add("es-lr", lr, "step size α").learning_rate();
   b.add("es-sigma", sigma, "perturbation scale σ").positive();
   b.add("es-top", top, "share of the directions (largest paired differences) used per update")
@@ -65,7 +64,7 @@ void EsConfig::check_env(const EnvSpec& spec) const {
   MARLSCHED_REQUIRE(spec.episode_length > 0, "es runs whole episodes per iteration; env '"
                                                  << spec.name
                                                  << "' declares no fixed episode length");
-  MARLSCHED_REQUIRE(actor != "targets" || spec.num_targets() > 0,
+  MARLSCHED_REQUIRE(actor != EsActor::kTargets || spec.num_targets() > 0,
                     "--es-actor targets needs an env with a targeted action space (geodc); '"
                         << spec.name << "' has none: use --es-actor agent");
 }
@@ -123,7 +122,7 @@ struct Es::Impl {
       : cfg(c),
         comm(cm),
         spec(spec_),
-        per_target(c.actor == "targets"),
+        per_target(c.actor == EsActor::kTargets),
         T(per_target ? spec_.num_targets() : 1),
         R(per_target ? nn::target_row_dim(spec_) : 0),
         modes(per_target ? spec_.num_modes() : spec_.num_actions()),
@@ -700,10 +699,10 @@ void Es::load(const std::string& path) {
                     "--es-hidden or --es-normalize)");
   torch::Tensor pt;
   const bool file_per_target = ar.try_tensor("es_per_target", pt);
-  MARLSCHED_REQUIRE(file_per_target == m.per_target, "model '"
-                                                         << path << "' was trained with --es-actor "
-                                                         << (file_per_target ? "targets" : "agent")
-                                                         << ", this run has " << m.cfg.actor);
+  MARLSCHED_REQUIRE(file_per_target == m.per_target,
+                    "model '" << path << "' was trained with --es-actor "
+                              << (file_per_target ? "targets" : "agent") << ", this run has "
+                              << (m.per_target ? "targets" : "agent"));
   ar.require_base("--es-base", "--es-base-margin", m.cfg.base, m.cfg.base_margin);
   const auto it = ar.tensor("iteration", 1);
   ar.values("theta", m.theta, "its parameters");

@@ -58,14 +58,17 @@
 
 namespace marlsched {
 
+/// The policy's input that --es-actor names.
+enum class EsActor { kAgent, kTargets };
+
 struct EsConfig {
   std::vector<int> hidden;  ///< empty: a linear policy (ARS)
-  /// The policy's input (--es-actor): "agent", the own observation, every site's public fields
-  /// and a one-hot id (its size grows with the agent count); "targets", one network that scores
+  /// The policy's input (--es-actor): agent, the own observation, every site's public fields
+  /// and a one-hot id (its size grows with the agent count); targets, one network that scores
   /// each (mode, target) of the env's targeted action space from the own observation and that
   /// target's row (nn::target_input: its public fields, their difference from the own, an
   /// is-self flag and the pair's static features), so that θ does not depend on the agent count.
-  std::string actor = "agent";
+  EsActor actor = EsActor::kAgent;
   double lr = 0.02;       ///< α
   double sigma = 0.05;    ///< σ, the perturbation's scale
   double top = 1.0;       ///< share of directions used per update (ARS's b / N)

@@ -18,8 +18,8 @@ class MappoFamily final : public OnMappoNetworks {
   void validate(const LearnerConfigs& c) const override {
     const auto& m = c.get<MappoConfig>();
     m.validate();
-    MARLSCHED_REQUIRE(central_ || m.critic_kind() == CriticKind::kConcat,
-                      "--critic " << m.critic
+    MARLSCHED_REQUIRE(central_ || m.critic == CriticKind::kConcat,
+                      "--critic " << critic_name(m.critic)
                                   << ": IPPO's critics are decentralized (each sees its own "
                                      "actor's input); use --algo mappo");
   }
@@ -49,7 +49,7 @@ class MappoFamily final : public OnMappoNetworks {
  private:
   /// The options as the learner takes them: IPPO's critic is the local one.
   MappoConfig config(MappoConfig m) const {
-    if (!central_) m.critic = "local";
+    if (!central_) m.critic = CriticKind::kLocal;
     return m;
   }
   std::string name_, description_;

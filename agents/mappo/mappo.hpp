@@ -28,10 +28,11 @@
 
 namespace marlsched {
 
-/// The kinds of actor and critic that --actor and --critic name (MappoConfig::actor_kind and
-/// critic_kind read the option strings; the learner branches on these, not on strings).
+/// The kinds of actor and critic that --actor and --critic name.
 enum class ActorKind { kMlp, kTargets };
 enum class CriticKind { kConcat, kPooled, kLocal };
+/// The option's name of a critic kind ("local" for IPPO's, which no option names).
+const char* critic_name(CriticKind k);
 
 struct MappoConfig {
   double lr_actor = 5e-4;
@@ -46,12 +47,12 @@ struct MappoConfig {
   double huber_delta = 10.0;
   double max_grad_norm = 10.0;
   std::vector<int> actor_hidden{64, 64};
-  /// The actor (--actor): "mlp", an MLP over the own observation, every site's public fields and
-  /// a one-hot agent id (its size grows with the agent count); "targets", one network that scores
+  /// The actor (--actor): mlp, an MLP over the own observation, every site's public fields and
+  /// a one-hot agent id (its size grows with the agent count); targets, one network that scores
   /// each (mode, target) of the env's targeted action space (EnvSpec::targets) from the own
   /// observation and the target's features (nn::target_input; no agent id), so that its size and
   /// its cost per agent depend on the targets per agent only.
-  std::string actor = "mlp";
+  ActorKind actor = ActorKind::kMlp;
   std::vector<int> critic_hidden{128, 128};
   bool share_actor = true;
   /// Heterogeneous agents: the group of each agent, in agent order (values 0 .. G-1, each
@@ -67,17 +68,17 @@ struct MappoConfig {
   bool overlap_grads = false;
   /// Where the networks and batches live (LearnerConfigs binds --device; see nn::check_device).
   std::string device = "cpu";
-  /// The critic's input (--critic): "concat", V(every agent's observation, agent id), whose
-  /// size grows with the agent count; "pooled", V(own observation, mean over all agents of a
+  /// The critic's input (--critic): concat, V(every agent's observation, agent id), whose
+  /// size grows with the agent count; pooled, V(own observation, mean over all agents of a
   /// shared embedding of each agent's observation), whose size does not (with --actor targets
   /// the head reads the actor's per-target input in place of the own observation: MAPPO's
   /// agent-specific state, the agent's own features beside the global context, here its
   /// neighbourhood, which a neighbourhood reward depends on); each rank embeds its
   /// own agents and the ranks allreduce the embeddings' sum per (step, copy), and in the update
   /// its gradient (the learners of `comm` must then hold every agent once between them, and
-  /// minibatches are whole (step, copy) groups, the same on every rank); "local" (IPPO, set by
+  /// minibatches are whole (step, copy) groups, the same on every rank); local (IPPO, set by
   /// its row in agents/mappo/entry.cpp), V(the agent's own actor input).
-  std::string critic = "concat";
+  CriticKind critic = CriticKind::kConcat;
   /// A privileged centralized critic (--critic-privileged, with --critic concat): the critic also
   /// reads every agent's privileged fields (EnvSpec::privileged_fields: the arrivals still to
   /// come, the true carbon and prices ahead), which the world gathers during training only. The
@@ -113,9 +114,6 @@ struct MappoConfig {
 
   void bind(OptionBinder& b);
   void validate() const;
-  /// --actor and --critic as kinds; throw ConfigError for another name.
-  ActorKind actor_kind() const;
-  CriticKind critic_kind() const;
   /// What the env must offer (--actor targets: a targeted action space); throws ConfigError.
   void check_env(const EnvSpec& spec) const;
 };

@@ -18,19 +18,19 @@ void MappoConfig::bind(OptionBinder& b) {
   b.add("max-grad-norm", max_grad_norm, "global gradient norm clip (actor and critic separately)")
       .positive();
   b.add("actor-hidden", actor_hidden, "actor hidden layer sizes").positive();
-  b.add("actor", actor,
-        "actor: mlp (own observation, every site's public fields and the agent id; grows with the "
-        "agent count) or targets (one network scores each (mode, target) of the env's targeted "
-        "actions, e.g. geodc, from the own observation and the target's features; size "
-        "independent of the agent count)")
-      .one_of({"mlp", "targets"});
+  b.choice(
+      "actor", actor, {{"mlp", ActorKind::kMlp}, {"targets", ActorKind::kTargets}},
+      "actor: mlp (own observation, every site's public fields and the agent id; grows with the "
+      "agent count) or targets (one network scores each (mode, target) of the env's targeted "
+      "actions, e.g. geodc, from the own observation and the target's features; size "
+      "independent of the agent count)");
   b.add("critic-hidden", critic_hidden, "critic hidden layer sizes").positive();
-  b.add("critic", critic,
-        "critic input: concat (every agent's observation and the agent id; grows with the agent "
-        "count) or pooled (own observation and the mean of a shared per-agent embedding, which the "
-        "ranks exchange as one fixed-size sum per step; size "
-        "independent of the agent count)")
-      .one_of({"concat", "pooled"});
+  b.choice(
+      "critic", critic, {{"concat", CriticKind::kConcat}, {"pooled", CriticKind::kPooled}},
+      "critic input: concat (every agent's observation and the agent id; grows with the agent "
+      "count) or pooled (own observation and the mean of a shared per-agent embedding, which the "
+      "ranks exchange as one fixed-size sum per step; size "
+      "independent of the agent count)");
   b.add(
       "critic-privileged", critic_privileged,
       "with --critic concat: the critic also reads every agent's privileged fields (the env's "
@@ -70,36 +70,36 @@ void MappoConfig::bind(OptionBinder& b) {
       .positive();
 }
 
-ActorKind MappoConfig::actor_kind() const {
-  if (actor == "mlp") return ActorKind::kMlp;
-  if (actor == "targets") return ActorKind::kTargets;
-  MARLSCHED_THROW(ConfigError, "--actor must be mlp or targets, got '" << actor << "'");
-}
-
-CriticKind MappoConfig::critic_kind() const {
-  if (critic == "concat") return CriticKind::kConcat;
-  if (critic == "pooled") return CriticKind::kPooled;
-  if (critic == "local") return CriticKind::kLocal;  // IPPO's (agents/mappo/entry.cpp sets it)
-  MARLSCHED_THROW(ConfigError, "--critic must be concat or pooled, got '" << critic << "'");
+const char* critic_name(CriticKind k) {
+  switch (k) {
+    case CriticKind::kConcat:
+      return "concat";
+    case CriticKind::kPooled:
+      return "pooled";
+    case CriticKind::kLocal:
+      return "local";
+  }
+  return "?";
 }
 
 void MappoConfig::validate() const {
   check_declared(*this);
   MARLSCHED_REQUIRE(!actor_hidden.empty() && !critic_hidden.empty(),
                     "--actor-hidden and --critic-hidden need at least one layer");
-  MARLSCHED_REQUIRE(!critic_privileged || critic_kind() == CriticKind::kConcat,
+  MARLSCHED_REQUIRE(!critic_privileged || critic == CriticKind::kConcat,
                     "--critic-privileged extends the concat critic's input; --critic "
-                        << critic << " has none (IPPO's critic reads the actor's input): use "
+                        << critic_name(critic)
+                        << " has none (IPPO's critic reads the actor's input): use "
                         << "--algo mappo --critic concat");
   MARLSCHED_REQUIRE(imitate.empty() || imitate_iterations > 0,
                     "--imitate " << imitate << " needs --imitate-iterations > 0");
 }
 
 void MappoConfig::check_env(const EnvSpec& spec) const {
-  MARLSCHED_REQUIRE(actor_kind() != ActorKind::kTargets || spec.num_targets() > 0,
+  MARLSCHED_REQUIRE(actor != ActorKind::kTargets || spec.num_targets() > 0,
                     "--actor targets needs an env with a targeted action space (geodc); '"
                         << spec.name << "' has none: use --actor mlp");
-  MARLSCHED_REQUIRE(actor_kind() != ActorKind::kTargets || spec.num_heads() == 1,
+  MARLSCHED_REQUIRE(actor != ActorKind::kTargets || spec.num_heads() == 1,
                     "--actor targets scores one (mode, target) decision per agent; this env's "
                     "actions take one per class of work (geodc --action-classes): use --actor "
                     "mlp, whose actor scores every action, or --algo es, which scores each "

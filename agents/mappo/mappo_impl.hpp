@@ -112,9 +112,9 @@ struct Mappo::Impl : nn::LearnerDims {
         cfg(cf),
         spec(sp),
         comm(cm),
-        pooled(cf.critic_kind() == CriticKind::kPooled),
-        local(cf.critic_kind() == CriticKind::kLocal),
-        per_target(cf.actor_kind() == ActorKind::kTargets),
+        pooled(cf.critic == CriticKind::kPooled),
+        local(cf.critic == CriticKind::kLocal),
+        per_target(cf.actor == ActorKind::kTargets),
         pd(cf.critic_privileged ? sp.privileged_dim() : 0),
         ain(per_target ? nn::target_input_dim(sp) : nn::agent_input_dim(sp, num_agents)),
         cin(local    ? ain

@@ -93,9 +93,9 @@ void Mappo::load(const std::string& path) {
 
 std::vector<std::int64_t> Mappo::layout_of(const MappoConfig& cfg, const EnvSpec& spec,
                                            int num_agents, int local_agents) {
-  const bool per_target = cfg.actor_kind() == ActorKind::kTargets;
-  const bool pooled = cfg.critic_kind() == CriticKind::kPooled;
-  const bool local = cfg.critic_kind() == CriticKind::kLocal;
+  const bool per_target = cfg.actor == ActorKind::kTargets;
+  const bool pooled = cfg.critic == CriticKind::kPooled;
+  const bool local = cfg.critic == CriticKind::kLocal;
   const int d = spec.obs_dim(), n = num_agents;
   const int ain = per_target ? nn::target_input_dim(spec) : nn::agent_input_dim(spec, n);
   const int pd = cfg.critic_privileged ? spec.privileged_dim() : 0;
@@ -118,8 +118,8 @@ void Mappo::check_model_layout(const std::string& path, const MappoConfig& cfg, 
   ar.require_layout("meta", l, kLayoutMismatch);
   // The networks' sizes are not in the layout: compare the stored parameters' shapes with the
   // networks this config builds (the first actor and the critic; every actor has one shape).
-  const bool per_target = cfg.actor_kind() == ActorKind::kTargets;
-  const bool pooled = cfg.critic_kind() == CriticKind::kPooled;
+  const bool per_target = cfg.actor == ActorKind::kTargets;
+  const bool pooled = cfg.critic == CriticKind::kPooled;
   const int ain = static_cast<int>(l[2]), cin = static_cast<int>(l[3]);
   const std::string sizes = "--actor-hidden, --critic-hidden and --critic-embed";
   nn::KeepTorchRng keep;  // building the reference networks draws from torch's generator

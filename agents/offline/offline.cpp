@@ -60,7 +60,7 @@ OfflineLearner::OfflineLearner(OfflineMethod method, const OfflineConfig& cfg,
       values_(static_cast<std::size_t>(l.copies * l.local_agents),
               std::numeric_limits<float>::quiet_NaN()) {
   cfg_.validate();
-  MARLSCHED_REQUIRE(method_ != OfflineMethod::kAwr || nets.critic_kind() != CriticKind::kPooled,
+  MARLSCHED_REQUIRE(method_ != OfflineMethod::kAwr || nets.critic != CriticKind::kPooled,
                     "awr fits the concat critic; --critic pooled is not supported offline");
   mappo_->set_training(false);
 }

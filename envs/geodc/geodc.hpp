@@ -77,11 +77,11 @@ struct Config : EnvConfig {
   std::string action_classes = "none";
 
   // Traces.
-  std::vector<std::string> carbon_files;  ///< one per site; empty: synthetic
-  std::vector<std::string> price_files;   ///< one per site; empty: synthetic
-  std::string carbon_column = "lca";      ///< "lca" or "direct"
-  std::vector<std::string> fx;            ///< CUR=rate over builtin_fx()
-  std::vector<std::string> trace_repair;  ///< TraceRepair names; empty: strict
+  std::vector<std::string> carbon_files;                  ///< one per site; empty: synthetic
+  std::vector<std::string> price_files;                   ///< one per site; empty: synthetic
+  CarbonColumn carbon_column = CarbonColumn::kLifecycle;  ///< --carbon-column lca or direct
+  std::vector<std::string> fx;                            ///< CUR=rate over builtin_fx()
+  std::vector<std::string> trace_repair;                  ///< TraceRepair names; empty: strict
   std::string trace_start = "2023-01-01 00:00";
   int trace_days = 365;
   std::uint64_t trace_seed = 2023;

@@ -68,7 +68,9 @@ void Config::bind(OptionBinder& b) {
       .one_of({"none", "type", "slack"});
   b.add("carbon-files", carbon_files, "Electricity Maps hourly CSV per site (default: synthetic)");
   b.add("price-files", price_files, "hourly price CSV per site (default: synthetic)");
-  b.add("carbon-column", carbon_column, "carbon intensity column").one_of({"lca", "direct"});
+  b.choice("carbon-column", carbon_column,
+           {{"lca", CarbonColumn::kLifecycle}, {"direct", CarbonColumn::kDirect}},
+           "carbon intensity column");
   b.add("fx", fx,
         "exchange rates to USD, CUR=rate; they override or add to the built-in 2023 means "
         "(docs/envs/geodc.md lists them)");
@@ -436,9 +438,7 @@ std::vector<std::shared_ptr<const SiteData>> load_sites(const Config& cfg, int n
         d->carbon =
             synth_carbon(zone_profile(cfg.sites[si]), t0, hours, derive_seed(cfg.trace_seed, {si}));
       else {
-        d->carbon = load_carbon_csv(
-            cfg.carbon_files[si],
-            cfg.carbon_column == "lca" ? CarbonColumn::kLifecycle : CarbonColumn::kDirect, repair);
+        d->carbon = load_carbon_csv(cfg.carbon_files[si], cfg.carbon_column, repair);
         check_coverage(d->carbon, cfg.carbon_files[si], t0, episode_hours, cfg.trace_days);
         check_range(d->carbon, cfg.max_carbon, "carbon intensities", "gCO2eq/kWh", "--max-carbon");
       }

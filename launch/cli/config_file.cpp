@@ -101,6 +101,9 @@ std::string toml(std::uint64_t v) {
 std::string toml(bool v) {
   return v ? "true" : "false";
 }
+std::string toml(const Choice& c) {
+  return toml(c.name());
+}
 
 namespace {
 /// Whether an option's value type is a list (comma-separated on the command line, a TOML array).
@@ -120,6 +123,22 @@ void Binder::added(Option& o) {
                                 o.help() + " (default " + toml(*v) + ")");
         } else if constexpr (kIsList<T>) {
           return app_->add_option("--" + f, *v, o.help())->delimiter(',')->capture_default_str();
+        } else if constexpr (std::is_same_v<T, Choice>) {
+          // A name of the choices, turned into the enum's value as it is read.
+          auto* opt = app_->add_option(
+              "--" + f, [v](const CLI::results_t& r) { return !r.empty() && v->set(r.back()); },
+              o.help(), false, [v] { return v->name(); });
+          opt->type_name("TEXT")->capture_default_str();
+          opt->check(CLI::Validator(
+              [f, v](std::string& s) {
+                const auto& n = v->names();
+                if (std::find(n.begin(), n.end(), s) != n.end()) return std::string();
+                std::string all;
+                for (const auto& c : n) all += (all.empty() ? "" : ", ") + c;
+                return "--" + f + " must be one of " + all + ", got '" + s + "'";
+              },
+              "TEXT", "choice"));
+          return opt;
         } else {
           return app_->add_option("--" + f, *v, o.help())->capture_default_str();
         }

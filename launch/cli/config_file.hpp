@@ -22,6 +22,8 @@ std::string toml(int v);
 std::string toml(std::int64_t v);
 std::string toml(std::uint64_t v);
 std::string toml(bool v);
+/// A choice's name, quoted.
+std::string toml(const Choice& c);
 template <class T>
 std::string toml(const std::vector<T>& v) {
   std::string o = "[";

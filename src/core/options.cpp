@@ -32,6 +32,22 @@ std::string text(const std::string& v) {
 
 }  // namespace
 
+std::string Choice::name() const {
+  const long v = get_();
+  for (std::size_t i = 0; i < values_.size(); ++i)
+    if (values_[i] == v) return names_[i];
+  return {};
+}
+
+bool Choice::set(const std::string& name) {
+  for (std::size_t i = 0; i < names_.size(); ++i)
+    if (names_[i] == name) {
+      set_(values_[i]);
+      return true;
+    }
+  return false;
+}
+
 Option& Option::greater_than(double lo) {
   lo_ = lo;
   lo_open_ = true;
@@ -112,6 +128,8 @@ std::string Option::violation() const {
         using T = std::remove_pointer_t<decltype(p)>;
         if constexpr (std::is_same_v<T, std::string>) {
           return chosen(*p) ? std::string() : bad(text(*p));
+        } else if constexpr (std::is_same_v<T, Choice>) {
+          return std::string();  // it holds one of its names (or an internal value)
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
           for (std::size_t i = 0; i < p->size(); ++i)
             if (!chosen((*p)[i])) return bad(text((*p)[i]), static_cast<long>(i));

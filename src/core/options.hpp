@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -18,12 +19,41 @@
 
 namespace marlsched {
 
+/// The value of an option that names one of a fixed set of choices, held in an enum: the names,
+/// and how to read and write the enum (OptionBinder::choice declares one).
+class Choice {
+ public:
+  template <class E>
+  Choice(E& value, const std::vector<std::pair<std::string, E>>& choices)
+      : get_([&value] { return static_cast<long>(value); }),
+        set_([&value](long v) { value = static_cast<E>(v); }) {
+    for (const auto& [name, v] : choices) {
+      names_.push_back(name);
+      values_.push_back(static_cast<long>(v));
+    }
+  }
+  /// The choices' names, in declaration order.
+  const std::vector<std::string>& names() const { return names_; }
+  /// The name of the current value ("" when the enum holds a value no name declares, such as a
+  /// learner's internal setting).
+  std::string name() const;
+  /// Sets the value that `name` names; false when it names none.
+  bool set(const std::string& name);
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<long> values_;
+  std::function<long()> get_;
+  std::function<void(long)> set_;
+};
+
 /// One declared option. The constraint setters return the option, so that a declaration reads
 /// `b.add("es-top", top, "share of the directions").greater_than(0).at_most(1);`.
 class Option {
  public:
-  using Value = std::variant<int*, std::int64_t*, std::uint64_t*, double*, bool*, std::string*,
-                             std::vector<int>*, std::vector<double>*, std::vector<std::string>*>;
+  using Value =
+      std::variant<int*, std::int64_t*, std::uint64_t*, double*, bool*, std::string*,
+                   std::vector<int>*, std::vector<double>*, std::vector<std::string>*, Choice*>;
   Option(std::string group, std::string flag, std::string help, Value value)
       : group_(std::move(group)), flag_(std::move(flag)), help_(std::move(help)), value_(value) {}
 
@@ -93,6 +123,18 @@ class OptionBinder {
     added(declared_.back());
     return declared_.back();
   }
+  /// Declares an option whose value is one of `choices`, named on the command line and in
+  /// config files, held in the enum `value`: `b.choice("actor", actor, {{"mlp",
+  /// ActorKind::kMlp}, {"targets", ActorKind::kTargets}}, "help")`. Its rule is one_of the names.
+  template <class E>
+  Option& choice(const std::string& flag, E& value,
+                 const std::vector<std::pair<std::string, E>>& choices, const std::string& help) {
+    choices_.emplace_back(value, choices);
+    declared_.emplace_back(group_, flag, help, Option::Value(&choices_.back()));
+    declared_.back().one_of(choices_.back().names());
+    added(declared_.back());
+    return declared_.back();
+  }
   /// Every option declared so far, in declaration order.
   const std::deque<Option>& declared() const { return declared_; }
   /// Throws ConfigError with the first declared option whose value breaks its rule.
@@ -101,12 +143,14 @@ class OptionBinder {
   std::vector<std::string> resumable() const;
 
  protected:
-  /// Called with each option as it is declared (before its constraints are set).
+  /// Called with each option as it is declared (before its constraints are set, but a choice's
+  /// one_of).
   virtual void added(Option&) {}
 
  private:
   std::string group_ = "Options";
   std::deque<Option> declared_;
+  std::deque<Choice> choices_;  ///< the values of choice options (stable addresses)
 };
 
 /// Checks each option that `cfg.bind(binder, args...)` declares against its declared rule (for

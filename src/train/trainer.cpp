@@ -64,11 +64,11 @@ void RunConfig::bind(OptionBinder& b, const std::vector<std::string>& learners) 
   b.add("tensorboard", tensorboard,
         "write training curves as TensorBoard event files into RUN_DIR/tb")
       .may_change_on_resume();
-  b.add("team-scope", team_scope,
-        "which agents the team part of the reward (--team-reward) averages: all, or targets (the "
-        "agent and its neighbours in the env's targeted action space, e.g. geodc "
-        "--site-neighbours)")
-      .one_of({"all", "targets"});
+  b.choice(
+      "team-scope", team_scope, {{"all", TeamScope::kAll}, {"targets", TeamScope::kTargets}},
+      "which agents the team part of the reward (--team-reward) averages: all, or targets (the "
+      "agent and its neighbours in the env's targeted action space, e.g. geodc "
+      "--site-neighbours)");
   b.add("init-from", init_from,
         "warm start: a trained run or checkpoint directory (same layout and rank count) whose "
         "parameters this run starts from, e.g. an offline-trained bc or awr run for MAPPO");
@@ -235,7 +235,7 @@ int stop_requested() {
 }
 
 void check_env(const RunConfig& run, const EnvSpec& spec) {
-  MARLSCHED_REQUIRE(run.team_scope != "targets" || spec.num_targets() > 0,
+  MARLSCHED_REQUIRE(run.team_scope != RunConfig::TeamScope::kTargets || spec.num_targets() > 0,
                     "--team-scope targets needs an env with a targeted action space (geodc); '"
                         << spec.name << "' has none");
 }
@@ -512,8 +512,15 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
   const EnvSpec& spec = world.spec();
   const int n = world.num_agents(), e = world.copies(), k = world.local_agents(),
             T = learner.rollout_steps;
-  auto agent = learner.make(
-      {&spec, &comm, n, world.first_agent(), k, e, run.seed, run.team_scope == "targets", {}});
+  auto agent = learner.make({&spec,
+                             &comm,
+                             n,
+                             world.first_agent(),
+                             k,
+                             e,
+                             run.seed,
+                             run.team_scope == RunConfig::TeamScope::kTargets,
+                             {}});
   world.set_common_episodes(agent->common_episodes());
   world.set_privileged(agent->wants_privileged());
   world.set_every_shard(agent->needs_every_agent());
@@ -532,8 +539,8 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
     world.reset();
   else
     world.load_state(state.world);
-  Rollout rollout(world, *agent, traj, learner.team_reward, run.team_scope == "targets",
-                  state.episode_returns);
+  Rollout rollout(world, *agent, traj, learner.team_reward,
+                  run.team_scope == RunConfig::TeamScope::kTargets, state.episode_returns);
 
   // The timed loop: rollout, update, record, checkpoint.
   comm.barrier();

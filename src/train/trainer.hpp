@@ -53,9 +53,10 @@ struct RunConfig {
   bool quiet = false;
   bool tensorboard = true;  ///< TensorBoard event files in run_dir/tb
   /// Which agents the team part of a learner's reward, β·mean (its --team-reward), averages:
-  /// "all" agents, or the agent's "targets" (EnvSpec::targets: itself and its neighbours, the
+  /// all agents, or the agent's targets (EnvSpec::targets: itself and its neighbours, the
   /// neighbourhood reward of networked multi-agent RL, whose scale does not shrink with N).
-  std::string team_scope = "all";
+  enum class TeamScope { kAll, kTargets };
+  TeamScope team_scope = TeamScope::kAll;
   /// Warm start: a trained run directory (its model-rank-R.pt) or a checkpoint directory (its
   /// rank-R.pt) of the same layout and rank count, whose parameters a fresh run starts from
   /// (Learner::init_from); empty: none. A resume ignores it (the checkpoint holds the state).

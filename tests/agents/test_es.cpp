@@ -241,18 +241,18 @@ TEST(Es, ActMatchesTheReferenceForward) {
   factored.action_names.clear();
   for (int a = 0; a < 36; ++a) factored.action_names.push_back("a" + std::to_string(a));
   for (const auto& [actor, hidden, heads] :
-       {std::tuple<std::string, std::vector<int>, bool>{"agent", {}, false},
-        {"agent", {5}, false},
-        {"targets", {}, false},
-        {"targets", {5}, false},
-        {"agent", {}, true},
-        {"targets", {}, true},
-        {"targets", {5}, true}}) {
+       {std::tuple<EsActor, std::vector<int>, bool>{EsActor::kAgent, {}, false},
+        {EsActor::kAgent, {5}, false},
+        {EsActor::kTargets, {}, false},
+        {EsActor::kTargets, {5}, false},
+        {EsActor::kAgent, {}, true},
+        {EsActor::kTargets, {}, true},
+        {EsActor::kTargets, {5}, true}}) {
     EsConfig c = small();
     c.hidden = hidden;
     c.actor = actor;
     c.init_scale = 1.0;
-    const EnvSpec& spec = heads ? factored : actor == "targets" ? targeted : b.spec;
+    const EnvSpec& spec = heads ? factored : actor == EsActor::kTargets ? targeted : b.spec;
     Es l(c, test::layout(spec, self, n, first, k, copies, 11));
     Rng r(5);
     std::vector<float> obs(static_cast<std::size_t>(n * b.spec.obs_dim()));
@@ -292,8 +292,8 @@ TEST(Es, ActMatchesTheReferenceForward) {
         const auto lg = l.logits(in.global[0], kk);
         EXPECT_EQ(a[static_cast<std::size_t>(kk)],
                   std::max_element(lg.begin(), lg.end()) - lg.begin())
-            << actor << ", hidden " << hidden.size() << ", heads " << heads << ", input " << t
-            << ", agent " << first + kk;
+            << static_cast<int>(actor) << ", hidden " << hidden.size() << ", heads " << heads
+            << ", input " << t << ", agent " << first + kk;
       }
     }
     if (heads) {  // the flat logits are the sums of the heads' logits
@@ -301,7 +301,7 @@ TEST(Es, ActMatchesTheReferenceForward) {
       ASSERT_EQ(lg.size(), 36u);
       EXPECT_NEAR(lg[7] + lg[0], lg[1] + lg[6], 1e-4);  // (1,1)+(0,0) = (0,1)+(1,0)
     }
-    if (actor != "targets" && !heads) continue;
+    if (actor != EsActor::kTargets && !heads) continue;
     // The exported per-target (or factored) policy, one rank holding every agent, acts as the
     // learner.
     Es whole(c, test::layout(spec, self, n, 0, n, copies, 13));
@@ -313,13 +313,13 @@ TEST(Es, ActMatchesTheReferenceForward) {
     });
     // Its θ does not depend on the agent count: (own observation 2, target row 4, bias) x 2 modes
     // (per head).
-    if (hidden.empty() && actor == "targets") {
+    if (hidden.empty() && actor == EsActor::kTargets) {
       EXPECT_EQ(whole.parameter_count(), (2 + 4 + 1) * 2 * (heads ? 2 : 1));
     }
     const auto path = dir + "/model.pt";
     whole.save(path);
     EsConfig other = c;
-    other.actor = "agent";
+    other.actor = EsActor::kAgent;
     Es agent_input(other, test::layout(b.spec, self, n, 0, n, copies, 13));
     EXPECT_THROW(agent_input.load(path), ConfigError);
   }
@@ -362,14 +362,14 @@ TEST(Es, ABaseIsFollowedAtZeroAndOverruledWhereItIsWrong) {
     EsConfig c = small();
     c.init_scale = 0.0;
     c.base = "fixed";
-    for (const std::string actor : {"agent", "targets"}) {
+    for (const EsActor actor : {EsActor::kAgent, EsActor::kTargets}) {
       c.actor = actor;
       Es l(c,
            test::layout(spec, self, 4, 0, 4, 2, 3, maker([](int agent) { return 7 * agent + 2; })));
       std::vector<float> obs(8, 0.5f);
       std::vector<int> a;
       l.act(test::one_copy_input(spec, obs, 4, 0, 4, 0), a);
-      EXPECT_EQ(a, (std::vector<int>{2, 9, 16, 23})) << actor;
+      EXPECT_EQ(a, (std::vector<int>{2, 9, 16, 23})) << static_cast<int>(actor);
     }
   }
   // The bandit's perturbed logits move by about σ: a margin below it lets them overrule.

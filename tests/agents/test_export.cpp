@@ -181,7 +181,7 @@ TEST(Export, ActorGroupsMatchTheTrainer) {
 TEST(Export, IppoDecentralizedCriticMatchesTheTrainer) {
   dist::Comm self(MPI_COMM_SELF, false);
   MappoConfig cfg;
-  cfg.critic = "local";
+  cfg.critic = CriticKind::kLocal;
   cfg.actor_hidden = {8};
   cfg.critic_hidden = {8};
   const int n = 3, d = 5;
@@ -197,7 +197,7 @@ TEST(Export, IppoDecentralizedCriticMatchesTheTrainer) {
 TEST(Export, PooledCriticMatchesTheTrainer) {
   dist::Comm self(MPI_COMM_SELF, false);
   MappoConfig cfg;
-  cfg.critic = "pooled";
+  cfg.critic = CriticKind::kPooled;
   cfg.critic_embed = 6;
   cfg.actor_hidden = {8};
   cfg.critic_hidden = {8};
@@ -214,8 +214,8 @@ TEST(Export, PooledCriticMatchesTheTrainer) {
 TEST(Export, PerTargetActorMatchesTheTrainer) {
   dist::Comm self(MPI_COMM_SELF, false);
   MappoConfig cfg;
-  cfg.actor = "targets";
-  cfg.critic = "pooled";
+  cfg.actor = ActorKind::kTargets;
+  cfg.critic = CriticKind::kPooled;
   cfg.critic_embed = 6;
   cfg.actor_hidden = {8, 8};
   cfg.critic_hidden = {8};
@@ -230,7 +230,7 @@ TEST(Export, PerTargetActorMatchesTheTrainer) {
   // stand for two ranks without running as two: the critic that concatenates observations
   // computes their values alone, where the pooled one needs its ranks together (pool()).
   cfg.actor_groups = {0, 1, 0, 1};
-  cfg.critic = "concat";
+  cfg.critic = CriticKind::kConcat;
   const int k = 2;
   Mappo r0(cfg, test::layout(targeted_spec(n), self, n, 0, k, 1, 31)),
       r1(cfg, test::layout(targeted_spec(n), self, n, 2, k, 1, 31));

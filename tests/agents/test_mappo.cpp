@@ -57,7 +57,7 @@ std::unique_ptr<Mappo> reloaded(const Mappo& m, const MappoConfig& cfg, const En
 }
 
 /// The bandit tests' learner settings, with the named critic.
-MappoConfig bandit_config(const std::string& critic = "concat") {
+MappoConfig bandit_config(CriticKind critic = CriticKind::kConcat) {
   MappoConfig cfg;
   cfg.lr_actor = 3e-3;
   cfg.rollout_steps = 32;
@@ -156,7 +156,7 @@ TEST(Mappo, ActorGroupsOneActorPerGroupAndTheirChecks) {
 
 TEST(Ippo, DecentralizedCriticLearnsTheBanditAndSeesOnlyTheActorInput) {
   auto comm = dist::Comm::world();
-  const MappoConfig cfg = bandit_config("local");
+  const MappoConfig cfg = bandit_config(CriticKind::kLocal);
   const auto spec = test::bandit_spec();
   Mappo m(cfg, test::layout(spec, comm, 1, 0, 1, 1, 3));
   EXPECT_EQ(m.name(), "ippo");
@@ -187,10 +187,10 @@ TEST(PooledCritic, SizeIsIndependentOfTheAgentCountAndOrderOfOthers) {
   auto comm = dist::Comm::world();
   const auto spec = test::bandit_spec();
   MappoConfig pooled;
-  pooled.critic = "pooled";
+  pooled.critic = CriticKind::kPooled;
   pooled.share_actor = false;  // the shared set is then the critic alone
   MappoConfig concat = pooled;
-  concat.critic = "concat";
+  concat.critic = CriticKind::kConcat;
   Mappo p4(pooled, test::layout(spec, comm, 4, 0, 4, 1, 3)),
       p64(pooled, test::layout(spec, comm, 64, 0, 64, 1, 3));
   Mappo c4(concat, test::layout(spec, comm, 4, 0, 4, 1, 3)),
@@ -209,7 +209,7 @@ TEST(PooledCritic, SizeIsIndependentOfTheAgentCountAndOrderOfOthers) {
 
 TEST(PooledCritic, LearnsTheBanditAndRoundTripsThroughAModelFile) {
   auto comm = dist::Comm::world();
-  const MappoConfig cfg = bandit_config("pooled");
+  const MappoConfig cfg = bandit_config(CriticKind::kPooled);
   const auto spec = test::bandit_spec();
   Mappo m(cfg, test::layout(spec, comm, 1, 0, 1, 1, 3));
   EXPECT_GT(train_bandit(m, comm, 30), 0.8);
@@ -218,7 +218,7 @@ TEST(PooledCritic, LearnsTheBanditAndRoundTripsThroughAModelFile) {
   std::vector<float> obs = {0.5f, -0.5f};
   EXPECT_EQ(value_of(m, spec, obs, 1, 0), value_of(*b, spec, obs, 1, 0));
   MappoConfig concat = cfg;
-  concat.critic = "concat";
+  concat.critic = CriticKind::kConcat;
   Mappo c(concat, test::layout(spec, comm, 1, 0, 1, 1, 4));
   EXPECT_THROW(c.load(dir + "/m.pt"), ConfigError);
 }
@@ -226,13 +226,13 @@ TEST(PooledCritic, LearnsTheBanditAndRoundTripsThroughAModelFile) {
 TEST(PerTargetActor, SizeIsIndependentOfTheAgentCountAndScoresFollowTheTargets) {
   auto comm = dist::Comm::world();
   MappoConfig cfg;
-  cfg.actor = "targets";
-  cfg.critic = "pooled";
+  cfg.actor = ActorKind::kTargets;
+  cfg.critic = CriticKind::kPooled;
   Mappo a4(cfg, test::layout(test::targeted_bandit_spec(4), comm, 4, 0, 4, 1, 3)),
       a64(cfg, test::layout(test::targeted_bandit_spec(64), comm, 64, 0, 64, 1, 3));
   EXPECT_EQ(a4.shared_parameter_count(), a64.shared_parameter_count());
   MappoConfig mlp = cfg;
-  mlp.actor = "mlp";
+  mlp.actor = ActorKind::kMlp;
   Mappo m4(mlp, test::layout(test::targeted_bandit_spec(4), comm, 4, 0, 4, 1, 3)),
       m64(mlp, test::layout(test::targeted_bandit_spec(64), comm, 64, 0, 64, 1, 3));
   EXPECT_GT(m64.shared_parameter_count(), m4.shared_parameter_count());
@@ -257,8 +257,8 @@ TEST(PerTargetActor, SizeIsIndependentOfTheAgentCountAndScoresFollowTheTargets) 
 
 TEST(PerTargetActor, LearnsAndRoundTripsAndRefusesWhatDoesNotFit) {
   auto comm = dist::Comm::world();
-  MappoConfig cfg = bandit_config("concat");
-  cfg.actor = "targets";
+  MappoConfig cfg = bandit_config(CriticKind::kConcat);
+  cfg.actor = ActorKind::kTargets;
   // The bandit's three actions as one mode x three targets that only their static feature tells
   // apart (all three are the agent itself): the network must learn to score target 2 highest.
   EnvSpec spec = test::bandit_spec();
@@ -273,7 +273,7 @@ TEST(PerTargetActor, LearnsAndRoundTripsAndRefusesWhatDoesNotFit) {
   const GlobalObs g{obs.data(), 1, 2};
   EXPECT_EQ(m.action_probs(g, 0), b->action_probs(g, 0));
   MappoConfig mlp = cfg;
-  mlp.actor = "mlp";
+  mlp.actor = ActorKind::kMlp;
   Mappo c(mlp, test::layout(spec, comm, 1, 0, 1, 1, 4));
   EXPECT_THROW(c.load(dir + "/m.pt"), ConfigError);
   EXPECT_THROW(b->load(dir + "/missing.pt"), InputError);
@@ -497,7 +497,7 @@ TEST(Mappo, PrivilegedCriticSeesTheEpisodesLuckWhichTheActorNeverReads) {
   EXPECT_THROW(export_learners("mappo", {&same}, dir + "/policy.pt", "{}", true), ConfigError);
   export_learners("mappo", {&same}, dir + "/policy.pt", "{}", false);
   MappoConfig pooled = priv;
-  pooled.critic = "pooled";
+  pooled.critic = CriticKind::kPooled;
   EXPECT_THROW(pooled.validate(), ConfigError);
   EXPECT_THROW({ Mappo none_there(priv, test::layout(test::bandit_spec(), comm, 1, 0, 1, 1, 4)); },
                ConfigError);

@@ -20,10 +20,10 @@ namespace {
 
 constexpr int kAgents = 4, kCopies = 2, kSteps = 6;
 
-MappoConfig pooled_config(const std::string& actor = "mlp") {
+MappoConfig pooled_config(ActorKind actor = ActorKind::kMlp) {
   MappoConfig cfg;
   cfg.actor = actor;
-  cfg.critic = "pooled";
+  cfg.critic = CriticKind::kPooled;
   cfg.critic_embed = 8;
   cfg.critic_hidden = {16};
   cfg.actor_hidden = {8};
@@ -154,7 +154,8 @@ TEST(PooledCriticAcrossRanks, ValuesAndUpdatesEqualOneProcessHoldingEveryAgent) 
 
 TEST(PooledCriticAcrossRanks, WithThePerTargetActorTheHeadReadsTheNeighbourhoodToo) {
   if (kAgents % dist::Comm::world().size() != 0) GTEST_SKIP() << "needs a rank count dividing 4";
-  expect_split_equals_whole(test::targeted_bandit_spec(kAgents), pooled_config("targets"));
+  expect_split_equals_whole(test::targeted_bandit_spec(kAgents),
+                            pooled_config(ActorKind::kTargets));
 }
 
 TEST(PooledCriticAcrossRanks, RanksThatDoNotHoldEveryAgentAreRefused) {

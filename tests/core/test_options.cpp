@@ -76,5 +76,26 @@ TEST(Options, TheDeclarationsSayWhatMayChangeOnResumeAndWhatEachMayHold) {
   EXPECT_EQ(b.declared()[5].rule(), "positive");
 }
 
+enum class Speed { kFast = 3, kSlow = 7 };
+
+TEST(Options, AChoiceHoldsAnEnumAndReadsAndWritesItsNames) {
+  Speed speed = Speed::kFast;
+  OptionBinder b;
+  b.choice("speed", speed, {{"fast", Speed::kFast}, {"slow", Speed::kSlow}}, "how fast");
+  ASSERT_EQ(b.declared().size(), 1u);
+  const Option& o = b.declared()[0];
+  EXPECT_EQ(o.rule(), "one of fast, slow");
+  auto* c = std::get<Choice*>(o.value());
+  EXPECT_EQ(c->name(), "fast");
+  EXPECT_TRUE(c->set("slow"));
+  EXPECT_EQ(speed, Speed::kSlow);
+  EXPECT_EQ(c->name(), "slow");
+  EXPECT_FALSE(c->set("warp"));  // not a name: the value stays
+  EXPECT_EQ(speed, Speed::kSlow);
+  speed = static_cast<Speed>(5);  // a value no name declares (a learner's internal setting)
+  EXPECT_EQ(c->name(), "");
+  EXPECT_EQ(o.violation(), "");
+}
+
 }  // namespace
 }  // namespace marlsched

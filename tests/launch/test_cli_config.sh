@@ -27,6 +27,21 @@ grep -qx 'share-actor = false' resolved.toml || fail "bool not applied"
 "$BIN" train --config resolved.toml --print-config | grep -v '^#' > again.toml
 diff <(grep -v '^#' resolved.toml) again.toml || fail "printed config does not round-trip"
 pass "config file, overrides and round trip"
+# A choice (an enum in the config struct) is read from a flag and a config file by its name,
+# printed back by its name, and refused, with the choices, for any other.
+printf 'critic = "pooled"\nagents-per-rank = 4\n' > choice.toml
+"$BIN" train --config choice.toml --actor targets --print-config > choice-resolved.toml
+grep -qx 'critic = "pooled"' choice-resolved.toml || fail "choice from the file not applied"
+grep -qx 'actor = "targets"' choice-resolved.toml || fail "choice from the flag not applied"
+"$BIN" train --config choice-resolved.toml --print-config | grep -v '^#' > choice-again.toml
+diff <(grep -v '^#' choice-resolved.toml) choice-again.toml || fail "a choice does not round-trip"
+bad=$("$BIN" train --agents-per-rank 4 --critic poold --iterations 0 2>&1) && fail "--critic poold accepted"
+grep -q "critic must be one of concat, pooled, got 'poold'" <<<"$bad" || fail "bad choice message: $bad"
+printf 'es-actor = "agnet"\n' > badchoice.toml
+bad=$("$BIN" train --config badchoice.toml --agents-per-rank 4 --iterations 0 2>&1) && fail "es-actor agnet accepted"
+grep -q "es-actor must be one of agent, targets, got 'agnet'" <<<"$bad" || fail "bad choice in a file: $bad"
+grep -q -- "--critic TEXT[:A-Z]*=concat" <<<"$("$BIN" train --help)" || fail "--help lacks the choice's default"
+pass "choices: by name from flags and files, printed back, refused with the names"
 help=$("$BIN" train --help)
 for opt in --agents-per-rank --envs-per-rank --config --print-config --w-carbon --sites --clip --share-actor; do
   grep -q -- "$opt" <<<"$help" || fail "--help lacks $opt"
