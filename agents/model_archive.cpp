@@ -152,16 +152,22 @@ void ModelWriter::rngs(const std::string& name, std::initializer_list<const Rng*
   text(name, write_states(rngs));
 }
 
-void ModelWriter::module(const std::string& name, const torch::nn::Module& net) {
+namespace {
+/// A network or an optimiser as a sub-archive of `ar`.
+template <class T>
+void write_sub(torch::serialize::OutputArchive& ar, const std::string& name, const T& source) {
   torch::serialize::OutputArchive sub;
-  net.save(sub);
-  ar_.write(name, sub);
+  source.save(sub);
+  ar.write(name, sub);
+}
+}  // namespace
+
+void ModelWriter::module(const std::string& name, const torch::nn::Module& net) {
+  write_sub(ar_, name, net);
 }
 
 void ModelWriter::optimizer(const std::string& name, const torch::optim::Optimizer& opt) {
-  torch::serialize::OutputArchive sub;
-  opt.save(sub);
-  ar_.write(name, sub);
+  write_sub(ar_, name, opt);
 }
 
 void ModelWriter::base(const std::string& policy, double margin) {
@@ -180,26 +186,26 @@ void ModelWriter::save(std::ostream& out) {
   ar_.save_to(out);
 }
 
+template <class Load>
+void ModelReader::open(Load&& load) {
+  try {
+    load();
+  } catch (const c10::Error&) {
+    MARLSCHED_THROW(InputError, "cannot read model '" << path_ << "': not a marlsched " << kind_
+                                                      << " model file");
+  }
+}
+
 ModelReader::ModelReader(const std::string& path, std::string kind, torch::Device device)
     : path_(path), kind_(std::move(kind)) {
   verify_archive(path, "model");
-  try {
-    ar_.load_from(path, device);
-  } catch (const c10::Error&) {
-    MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched " << kind_
-                                                      << " model file");
-  }
+  open([&] { ar_.load_from(path, device); });
 }
 
 ModelReader::ModelReader(std::istream& in, const std::string& path, std::string kind,
                          torch::Device device)
     : path_(path), kind_(std::move(kind)) {
-  try {
-    ar_.load_from(in, device);
-  } catch (const c10::Error&) {
-    MARLSCHED_THROW(InputError, "cannot read model '" << path << "': not a marlsched " << kind_
-                                                      << " model file");
-  }
+  open([&] { ar_.load_from(in, device); });
 }
 
 void ModelReader::unreadable(const std::string& record) const {
@@ -283,24 +289,23 @@ void ModelReader::rngs(const std::string& name, std::initializer_list<Rng*> rngs
       "model '" << path_ << "': its record '" << name << "' is not a random generators' state");
 }
 
-void ModelReader::module(const std::string& name, torch::nn::Module& net) {
+template <class T>
+void ModelReader::load_into(const std::string& name, T& target) {
   try {
     torch::serialize::InputArchive sub;
     ar_.read(name, sub);
-    net.load(sub);
+    target.load(sub);
   } catch (const c10::Error&) {
     unreadable(name);
   }
 }
 
+void ModelReader::module(const std::string& name, torch::nn::Module& net) {
+  load_into(name, net);
+}
+
 void ModelReader::optimizer(const std::string& name, torch::optim::Optimizer& opt) {
-  try {
-    torch::serialize::InputArchive sub;
-    ar_.read(name, sub);
-    opt.load(sub);
-  } catch (const c10::Error&) {
-    unreadable(name);
-  }
+  load_into(name, opt);
 }
 
 void ModelReader::require_base(const std::string& option, const std::string& margin_option,

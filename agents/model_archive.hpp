@@ -99,6 +99,12 @@ class ModelReader {
                       const std::string& sizes);
 
  private:
+  /// Reads the archive with `load` (from a file or a stream), mapping libtorch's refusal.
+  template <class Load>
+  void open(Load&& load);
+  /// Loads record `name` into a network or an optimiser.
+  template <class T>
+  void load_into(const std::string& name, T& target);
   [[noreturn]] void unreadable(const std::string& record) const;
   torch::Tensor checked(const std::string& name, const torch::Tensor& t, std::int64_t numel) const;
   torch::serialize::InputArchive ar_;

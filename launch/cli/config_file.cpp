@@ -129,13 +129,12 @@ void Binder::added(Option& o) {
               "--" + f, [v](const CLI::results_t& r) { return !r.empty() && v->set(r.back()); },
               o.help(), false, [v] { return v->name(); });
           opt->type_name("TEXT")->capture_default_str();
+          // The refusal in the declaration's words (Option::rule, as Option::violation has it).
           opt->check(CLI::Validator(
-              [f, v](std::string& s) {
+              [&o, v](std::string& s) {
                 const auto& n = v->names();
                 if (std::find(n.begin(), n.end(), s) != n.end()) return std::string();
-                std::string all;
-                for (const auto& c : n) all += (all.empty() ? "" : ", ") + c;
-                return "--" + f + " must be one of " + all + ", got '" + s + "'";
+                return "--" + o.flag() + " must be " + o.rule() + ", got '" + s + "'";
               },
               "TEXT", "choice"));
           return opt;
