@@ -512,15 +512,9 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
   const EnvSpec& spec = world.spec();
   const int n = world.num_agents(), e = world.copies(), k = world.local_agents(),
             T = learner.rollout_steps;
-  auto agent = learner.make({&spec,
-                             &comm,
-                             n,
-                             world.first_agent(),
-                             k,
-                             e,
-                             run.seed,
-                             run.team_scope == RunConfig::TeamScope::kTargets,
-                             {}});
+  const bool team_targets = run.team_scope == RunConfig::TeamScope::kTargets;
+  auto agent =
+      learner.make({&spec, &comm, n, world.first_agent(), k, e, run.seed, team_targets, {}});
   world.set_common_episodes(agent->common_episodes());
   world.set_privileged(agent->wants_privileged());
   world.set_every_shard(agent->needs_every_agent());
@@ -539,8 +533,7 @@ TrainSummary train(const RunConfig& run, const LearnerRecipe& learner, const Env
     world.reset();
   else
     world.load_state(state.world);
-  Rollout rollout(world, *agent, traj, learner.team_reward,
-                  run.team_scope == RunConfig::TeamScope::kTargets, state.episode_returns);
+  Rollout rollout(world, *agent, traj, learner.team_reward, team_targets, state.episode_returns);
 
   // The timed loop: rollout, update, record, checkpoint.
   comm.barrier();
